@@ -1,0 +1,61 @@
+// The `sinklm` program: one binary, one subcommand per job. Each subcommand lives in its own module
+// (model/, data/, train/, serve/) and is listed here.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "data/commands.h"
+#include "model/commands.h"
+
+namespace {
+
+struct Subcommand {
+  const char* name;
+  const char* summary;
+  int (*run)(const std::vector<std::string>& args);
+};
+
+const Subcommand kSubcommands[] = {
+    {"info", "describe a config or checkpoint: architecture, sink mode, parameters, memory",
+     sinklm::run_info_command},
+    {"init", "build a freshly initialised model from a config and save it as a checkpoint",
+     sinklm::run_init_command},
+    {"forward", "run a forward pass of a checkpoint on tokens or text; write logits, print loss",
+     sinklm::run_forward_command},
+    {"tokenize", "text on stdin to token ids on stdout (or back with --decode)", sinklm::run_tokenize_command},
+    {"prepare", "build the corpus, token shards or a SentencePiece vocabulary (prepare --help)",
+     sinklm::run_prepare_command},
+};
+
+void print_usage() {
+  std::printf("usage: sinklm <command> [options]   (sinklm <command> --help for details)\n\ncommands:\n");
+  for (const auto& c : kSubcommands) std::printf("  %-10s %s\n", c.name, c.summary);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help")) {
+    print_usage();
+    return argc < 2 ? 2 : 0;
+  }
+  std::vector<std::string> args(argv + 2, argv + argc);
+  for (const auto& c : kSubcommands) {
+    if (std::strcmp(c.name, argv[1]) != 0) continue;
+    try {
+      return c.run(args);
+    } catch (const sinklm::UserError& e) {
+      std::fprintf(stderr, "sinklm %s: error: %s\n", c.name, e.what());
+      return 2;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "sinklm %s: internal error: %s\n", c.name, e.what());
+      return 70;
+    }
+  }
+  std::fprintf(stderr, "sinklm: unknown command '%s'\n\n", argv[1]);
+  print_usage();
+  return 2;
+}

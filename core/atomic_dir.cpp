@@ -1,0 +1,88 @@
+#include "core/atomic_dir.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "core/error.h"
+
+namespace fs = std::filesystem;
+
+namespace sinklm {
+namespace {
+
+std::string errno_text() { return std::strerror(errno); }
+
+void fsync_path(const std::string& path, int flags) {
+  int fd = ::open(path.c_str(), flags);
+  if (fd < 0) fail(path, ": cannot open for fsync: ", errno_text());
+  int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) fail(path, ": fsync failed: ", errno_text());
+}
+
+}  // namespace
+
+void write_file_durable(const std::string& path, const void* data, size_t size) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail(path, ": cannot create: ", errno_text());
+  const char* bytes = static_cast<const char*>(data);
+  while (size > 0) {
+    ssize_t wrote = ::write(fd, bytes, size);
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote <= 0) {
+      std::string why = errno_text();
+      ::close(fd);
+      fail(path, ": write failed: ", why, " (is the disk full?)");
+    }
+    bytes += wrote;
+    size -= static_cast<size_t>(wrote);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) fail(path, ": fsync/close failed: ", errno_text());
+}
+
+void write_file_durable(const std::string& path, const std::string& text) {
+  write_file_durable(path, text.data(), text.size());
+}
+
+void fsync_directory(const std::string& path) { fsync_path(path, O_RDONLY | O_DIRECTORY); }
+
+AtomicDirWriter::AtomicDirWriter(std::string final_dir) : final_(std::move(final_dir)) {
+  while (!final_.empty() && final_.back() == '/') final_.pop_back();
+  if (final_.empty()) fail("output directory: empty path");
+  fs::path parent = fs::path(final_).parent_path();
+  if (!parent.empty()) fs::create_directories(parent);
+  staging_ = final_ + ".tmp-" + std::to_string(::getpid());
+  fs::remove_all(staging_);
+  if (!fs::create_directory(staging_)) fail(staging_, ": cannot create staging directory");
+}
+
+AtomicDirWriter::~AtomicDirWriter() {
+  if (!committed_) {
+    std::error_code ignored;
+    fs::remove_all(staging_, ignored);
+  }
+}
+
+void AtomicDirWriter::commit() {
+  SINKLM_ASSERT(!committed_);
+  fsync_directory(staging_);
+  std::string parent = fs::path(final_).parent_path().string();
+  if (parent.empty()) parent = ".";
+  if (fs::exists(final_)) {
+    // Swap in one step: the old directory stays complete until the new one is in place.
+    if (::renameat2(AT_FDCWD, staging_.c_str(), AT_FDCWD, final_.c_str(), RENAME_EXCHANGE) != 0)
+      fail(final_, ": cannot replace existing directory: ", errno_text());
+    fs::remove_all(staging_);  // now holds the previous contents
+  } else if (::rename(staging_.c_str(), final_.c_str()) != 0) {
+    fail(final_, ": cannot move staging directory into place: ", errno_text());
+  }
+  fsync_directory(parent);
+  committed_ = true;
+}
+
+}  // namespace sinklm

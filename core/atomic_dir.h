@@ -1,0 +1,32 @@
+// Durable, atomic creation of a directory of files (checkpoints, shards, run artefacts).
+// Files are written into a hidden sibling "<dir>.tmp-<pid>", fsync'ed, then the directory is moved into
+// place with one rename (or an atomic exchange when <dir> already exists), so a reader sees either the
+// old complete directory or the new complete one, never a mix, and a crash never loses the old one.
+#pragma once
+#include <string>
+
+namespace sinklm {
+
+// Write `size` bytes to `path` and fsync it. Throws UserError naming the path on failure.
+void write_file_durable(const std::string& path, const void* data, size_t size);
+void write_file_durable(const std::string& path, const std::string& text);
+void fsync_directory(const std::string& path);
+
+class AtomicDirWriter {
+ public:
+  explicit AtomicDirWriter(std::string final_dir);
+  ~AtomicDirWriter();  // removes the temporary directory unless commit() succeeded
+  AtomicDirWriter(const AtomicDirWriter&) = delete;
+  AtomicDirWriter& operator=(const AtomicDirWriter&) = delete;
+
+  const std::string& staging_dir() const { return staging_; }
+  std::string staging_path(const std::string& file_name) const { return staging_ + "/" + file_name; }
+  void commit();
+
+ private:
+  std::string final_;
+  std::string staging_;
+  bool committed_ = false;
+};
+
+}  // namespace sinklm

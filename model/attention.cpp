@@ -1,0 +1,97 @@
+#include "model/attention.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace sinklm {
+namespace {
+
+// [Tq, Tk] bool, true where query i may attend key j (bottom-right aligned causal).
+torch::Tensor causal_visibility(int64_t tq, int64_t tk, torch::Device device) {
+  auto opts = torch::TensorOptions().dtype(torch::kBool).device(device);
+  return torch::ones({tq, tk}, opts).tril(tk - tq);
+}
+
+void check_shapes(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                  const torch::Tensor& sink_logit) {
+  SINKLM_ASSERT(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, "q/k/v must be [B, H, T, D]");
+  SINKLM_ASSERT(k.sizes() == v.sizes() && q.size(0) == k.size(0) && q.size(1) == k.size(1) && q.size(3) == k.size(3));
+  SINKLM_ASSERT(k.size(2) >= q.size(2), "more queries than keys");
+  SINKLM_ASSERT(!sink_logit.defined() || (sink_logit.dim() == 1 && sink_logit.size(0) == q.size(1)),
+                "sink_logit must be [H]");
+}
+
+// Padding of the head dim that carries the sink logit in the fast path; a multiple of 8 keeps the fused
+// kernels (which need D % 8 == 0) eligible.
+constexpr int64_t kSinkPad = 8;
+
+// The fast path for a sink logit: an extra key at index 0 whose dot product with every real query equals
+// b_h / scale. Queries get a constant 1 in the first padded dim, the sink key holds b_h / scale there and
+// zeros elsewhere, real keys hold 0: q'.k'_sink * scale = b_h, q'.k'_j * scale = q.k_j * scale. The sink's
+// value is zero, so it only takes probability mass. Gradients reach b_h through ordinary SDPA backward.
+torch::Tensor fast_attention_with_sink(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                       const torch::Tensor& sink_logit, double scale) {
+  const int64_t B = q.size(0), H = q.size(1), Tq = q.size(2), Tk = k.size(2), D = q.size(3);
+  auto opts = q.options();
+  auto q_ext = torch::cat({q, torch::ones({B, H, Tq, 1}, opts), torch::zeros({B, H, Tq, kSinkPad - 1}, opts)}, 3);
+  auto sink_column = (sink_logit / scale).to(q.scalar_type()).view({1, H, 1, 1}).expand({B, H, 1, 1});
+  auto sink_key = torch::cat({torch::zeros({B, H, 1, D}, opts), sink_column, torch::zeros({B, H, 1, kSinkPad - 1}, opts)}, 3);
+  auto k_ext = torch::cat({sink_key, torch::cat({k, torch::zeros({B, H, Tk, kSinkPad}, opts)}, 3)}, 2);
+  auto v_ext = torch::cat({torch::zeros({B, H, 1, D + kSinkPad}, opts),
+                           torch::cat({v, torch::zeros({B, H, Tk, kSinkPad}, opts)}, 3)}, 2);
+  torch::Tensor out;
+  if (Tq == Tk) {
+    // A dummy query in front makes the (Tk+1)-square problem plain top-left causal: real query i (row i+1)
+    // sees the sink and keys 0..i. The dummy row's output is dropped.
+    q_ext = torch::cat({torch::zeros({B, H, 1, D + kSinkPad}, opts), q_ext}, 2);
+    out = at::scaled_dot_product_attention(q_ext, k_ext, v_ext, {}, 0.0, /*is_causal=*/true, scale).narrow(2, 1, Tq);
+  } else {
+    auto visible = torch::cat({torch::ones({Tq, 1}, torch::TensorOptions().dtype(torch::kBool).device(q.device())),
+                               causal_visibility(Tq, Tk, q.device())}, 1);
+    out = at::scaled_dot_product_attention(q_ext, k_ext, v_ext, visible, 0.0, false, scale);
+  }
+  return out.narrow(3, 0, D);
+}
+
+torch::Tensor fast_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                             const torch::Tensor& sink_logit, double scale) {
+  if (sink_logit.defined()) return fast_attention_with_sink(q, k, v, sink_logit, scale);
+  if (q.size(2) == k.size(2)) return at::scaled_dot_product_attention(q, k, v, {}, 0.0, true, scale);
+  return at::scaled_dot_product_attention(q, k, v, causal_visibility(q.size(2), k.size(2), q.device()), 0.0, false,
+                                          scale);
+}
+
+}  // namespace
+
+torch::Tensor causal_attention_probabilities(const torch::Tensor& q, const torch::Tensor& k,
+                                             const torch::Tensor& sink_logit) {
+  const int64_t Tq = q.size(2), Tk = k.size(2);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(3)));
+  auto scores = torch::matmul(q.to(torch::kFloat32), k.to(torch::kFloat32).transpose(2, 3)) * scale;  // [B,H,Tq,Tk]
+  scores = scores.masked_fill(causal_visibility(Tq, Tk, q.device()).logical_not(),
+                              -std::numeric_limits<float>::infinity());
+  // Softmax written out so the sink term is visibly one more addend of the denominator:
+  // p_ij = exp(s_ij - m) / (exp(b - m) + sum_j exp(s_ij - m)). With b = -inf that addend is exactly 0.
+  auto row_max = std::get<0>(scores.max(-1, /*keepdim=*/true));  // [B,H,Tq,1]
+  torch::Tensor sink;
+  if (sink_logit.defined()) {
+    sink = sink_logit.to(torch::kFloat32).view({1, -1, 1, 1});
+    row_max = torch::maximum(row_max, sink);
+  }
+  auto e = (scores - row_max).exp();
+  auto denominator = e.sum(-1, /*keepdim=*/true);
+  if (sink.defined()) denominator = denominator + (sink - row_max).exp();
+  return e / denominator;
+}
+
+torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                               const torch::Tensor& sink_logit, AttentionImpl impl) {
+  check_shapes(q, k, v, sink_logit);
+  if (impl == AttentionImpl::Fast) return fast_attention(q, k, v, sink_logit, 1.0 / std::sqrt(double(q.size(3))));
+  return torch::matmul(causal_attention_probabilities(q, k, sink_logit), v.to(torch::kFloat32)).to(q.scalar_type());
+}
+
+}  // namespace sinklm

@@ -1,0 +1,62 @@
+// Checkpoints are directories in the Hugging Face GPT-NeoX layout, plus what sinklm needs to verify them:
+//
+//   config.json        Hugging Face GPTNeoXConfig (+ "sink" block), see model/hf_config.h
+//   model.safetensors  tensors under Hugging Face names (gpt_neox.embed_in.weight, ..., embed_out.weight)
+//   sinklm.yaml        the full sinklm config the model was built from
+//   <extra files>      whatever the writer adds (the trainer: optimizer state, cursors, ...)
+//   manifest.json      {"format": "sinklm-checkpoint", "version": 1,
+//                       "files": {"<name>": {"bytes": n, "sha256": "<hex>"}, ...}}  (written last)
+//
+// A checkpoint is written into a staging directory, fsync'ed and renamed into place (core/atomic_dir.h).
+// Loading verifies the manifest (size and sha256 of every file) before trusting anything, then checks every
+// tensor's presence, shape and dtype. A directory saved by transformers' save_pretrained (no manifest,
+// no sinklm.yaml; one model.safetensors or a model.safetensors.index.json with shards) loads too.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/atomic_dir.h"
+#include "core/config.h"
+#include "model/gpt_neox.h"
+
+namespace sinklm {
+
+class CheckpointWriter {
+ public:
+  explicit CheckpointWriter(const std::string& dir);
+  // Writes config.json, model.safetensors (parameters in `dtype`) and sinklm.yaml into the staging dir.
+  void add_model(const Config& config, GPTNeoXForCausalLM& model, torch::ScalarType dtype = torch::kFloat32);
+  // Writes one more file: `write` receives the staging path to create.
+  void add_file(const std::string& name, const std::function<void(const std::string& path)>& write);
+  void commit();  // manifest.json, then the atomic rename
+
+ private:
+  AtomicDirWriter staging_;
+  std::vector<std::string> files_;
+};
+
+void save_checkpoint(const std::string& dir, const Config& config, GPTNeoXForCausalLM& model,
+                     torch::ScalarType dtype = torch::kFloat32);
+
+// Verifies manifest.json (if any): every listed file exists with the recorded size and sha256.
+void verify_checkpoint_files(const std::string& dir);
+// The config of a checkpoint: sinklm.yaml if present, else converted from config.json.
+Config load_checkpoint_config(const std::string& dir);
+
+struct LoadedModel {
+  Config config;
+  GPTNeoXForCausalLM model{nullptr};
+};
+// Verifies and loads a checkpoint into float32 parameters on `device`. `overrides` (key=value) apply to
+// run-time keys such as model.attention.
+LoadedModel load_checkpoint(const std::string& dir, torch::Device device = torch::kCPU,
+                            const std::vector<std::string>& overrides = {});
+
+// Copies tensors from the checkpoint's safetensors file(s) into `model`; every parameter must be present
+// with the right shape and a float dtype. Known non-parameter buffers saved by older transformers
+// (attention.bias, attention.masked_bias, rotary_emb.inv_freq) are ignored; any other tensor is an error.
+void load_model_tensors(const std::string& dir, GPTNeoXForCausalLM& model);
+
+}  // namespace sinklm

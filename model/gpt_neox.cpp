@@ -1,0 +1,123 @@
+#include "model/gpt_neox.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "core/error.h"
+#include "model/attention.h"
+
+namespace sinklm {
+namespace {
+
+torch::nn::LayerNorm layer_norm(const ModelConfig& c) {
+  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.hidden_size}).eps(c.layer_norm_eps));
+}
+
+}  // namespace
+
+GPTNeoXAttentionImpl::GPTNeoXAttentionImpl(const ModelConfig& c)
+    : num_heads_(c.num_heads),
+      head_dim_(c.head_dim()),
+      sink_mode_(c.sink_mode),
+      impl_(c.attention) {
+  query_key_value = register_module("query_key_value", torch::nn::Linear(c.hidden_size, 3 * c.hidden_size));
+  dense = register_module("dense", torch::nn::Linear(c.hidden_size, c.hidden_size));
+  if (sink_mode_ == SinkMode::Logit) sink_logit = register_parameter("sink_logit", torch::zeros({c.num_heads}));
+}
+
+torch::Tensor GPTNeoXAttentionImpl::sink_logit_or_undefined() const {
+  if (sink_mode_ == SinkMode::Logit) return sink_logit;
+  if (sink_mode_ == SinkMode::Softmax1) return torch::zeros({num_heads_}, dense->weight.options());
+  return {};
+}
+
+torch::Tensor GPTNeoXAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+  const int64_t B = x.size(0), T = x.size(1);
+  auto qkv = query_key_value(x).view({B, T, num_heads_, 3 * head_dim_}).permute({0, 2, 1, 3});  // [B, H, T, 3D]
+  auto q = apply_rotary(qkv.narrow(-1, 0, head_dim_), cos, sin);
+  auto k = apply_rotary(qkv.narrow(-1, head_dim_, head_dim_), cos, sin);
+  auto v = qkv.narrow(-1, 2 * head_dim_, head_dim_);
+  auto out = causal_attention(q, k, v, sink_logit_or_undefined(), impl_);  // [B, H, T, D]
+  return dense(out.transpose(1, 2).reshape({B, T, num_heads_ * head_dim_}));
+}
+
+GPTNeoXMLPImpl::GPTNeoXMLPImpl(const ModelConfig& c) {
+  dense_h_to_4h = register_module("dense_h_to_4h", torch::nn::Linear(c.hidden_size, c.intermediate_size));
+  dense_4h_to_h = register_module("dense_4h_to_h", torch::nn::Linear(c.intermediate_size, c.hidden_size));
+}
+
+torch::Tensor GPTNeoXMLPImpl::forward(const torch::Tensor& x) {
+  return dense_4h_to_h(torch::gelu(dense_h_to_4h(x)));
+}
+
+GPTNeoXLayerImpl::GPTNeoXLayerImpl(const ModelConfig& c) : parallel_residual_(c.parallel_residual) {
+  input_layernorm = register_module("input_layernorm", layer_norm(c));
+  post_attention_layernorm = register_module("post_attention_layernorm", layer_norm(c));
+  attention = register_module("attention", GPTNeoXAttention(c));
+  mlp = register_module("mlp", GPTNeoXMLP(c));
+}
+
+torch::Tensor GPTNeoXLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+  auto attended = attention(input_layernorm(x), cos, sin);
+  if (parallel_residual_) return x + attended + mlp(post_attention_layernorm(x));
+  auto h = x + attended;
+  return h + mlp(post_attention_layernorm(h));
+}
+
+GPTNeoXModelImpl::GPTNeoXModelImpl(const ModelConfig& c) {
+  embed_in = register_module("embed_in", torch::nn::Embedding(c.vocab_size, c.hidden_size));
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < c.num_layers; ++i) layers->push_back(GPTNeoXLayer(c));
+  final_layer_norm = register_module("final_layer_norm", layer_norm(c));
+}
+
+GPTNeoXForCausalLMImpl::GPTNeoXForCausalLMImpl(const ModelConfig& c)
+    : config_(c), rotary_(c.rotary_dims(), c.rotary_base) {
+  gpt_neox = register_module("gpt_neox", GPTNeoXModel(c));
+  embed_out = register_module("embed_out", torch::nn::Linear(torch::nn::LinearOptions(c.hidden_size, c.vocab_size).bias(false)));
+  initialize();
+}
+
+torch::Tensor GPTNeoXForCausalLMImpl::hidden_states(const torch::Tensor& input_ids, const torch::Tensor& positions) {
+  SINKLM_ASSERT(input_ids.dim() == 2, "input_ids must be [B, T]");
+  auto pos = positions.defined() ? positions
+                                 : torch::arange(input_ids.size(1), torch::TensorOptions().dtype(torch::kInt64).device(input_ids.device()));
+  auto [cos, sin] = rotary_.cos_sin(pos);
+  auto x = gpt_neox->embed_in(input_ids);  // [B, T, C]
+  for (const auto& layer : *gpt_neox->layers) x = layer->as<GPTNeoXLayer>()->forward(x, cos, sin);
+  return gpt_neox->final_layer_norm(x);
+}
+
+torch::Tensor GPTNeoXForCausalLMImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& positions) {
+  return embed_out(hidden_states(input_ids, positions));  // [B, T, V]
+}
+
+void GPTNeoXForCausalLMImpl::initialize() {
+  torch::NoGradGuard no_grad;
+  auto generator = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(config_.init_seed));
+  const double small = std::sqrt(2.0 / (5.0 * config_.hidden_size));
+  const double wang = 2.0 / (config_.num_layers * std::sqrt(static_cast<double>(config_.hidden_size)));
+  // Parameters are drawn on the CPU in name order, so a model is identical whatever device it lives on.
+  for (auto& item : named_parameters()) {
+    const std::string& name = item.key();
+    torch::Tensor& p = item.value();
+    auto ends_with = [&](const std::string& suffix) {
+      return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    torch::Tensor value = torch::empty(p.sizes(), torch::kFloat32);
+    if (name.find("layernorm") != std::string::npos || name.find("layer_norm") != std::string::npos) {
+      value.fill_(ends_with(".weight") ? 1.0 : 0.0);
+    } else if (ends_with(".bias") || ends_with("sink_logit")) {
+      value.zero_();
+    } else if (ends_with("attention.dense.weight") || ends_with("dense_4h_to_h.weight")) {
+      value.normal_(0.0, wang, generator);
+    } else {
+      value.normal_(0.0, small, generator);
+    }
+    p.copy_(value);
+  }
+}
+
+}  // namespace sinklm

@@ -1,0 +1,89 @@
+// GPT-NeoX decoder (the Pythia architecture) with the four sink variants of `model.sink.mode`.
+// Module and parameter names follow Hugging Face's GPTNeoXForCausalLM exactly, so named_parameters()
+// are the checkpoint's tensor names (gpt_neox.layers.N.attention.query_key_value.weight, ...).
+#pragma once
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+
+#include "model/model_config.h"
+#include "model/rotary.h"
+
+namespace sinklm {
+
+class GPTNeoXAttentionImpl : public torch::nn::Module {
+ public:
+  explicit GPTNeoXAttentionImpl(const ModelConfig& config);
+  // x: [B, T, C]; cos/sin from RotaryEmbedding::cos_sin. Returns [B, T, C].
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+  // The per-head extra softmax logit: learned ("logit"), zeros ("softmax1"), undefined otherwise. [H]
+  torch::Tensor sink_logit_or_undefined() const;
+
+  torch::nn::Linear query_key_value{nullptr};  // [3C, C], rows grouped per head as [q, k, v]
+  torch::nn::Linear dense{nullptr};            // [C, C]
+  torch::Tensor sink_logit;                    // [H], registered only in mode "logit"
+
+ private:
+  int64_t num_heads_, head_dim_;
+  SinkMode sink_mode_;
+  AttentionImpl impl_;
+};
+TORCH_MODULE(GPTNeoXAttention);
+
+class GPTNeoXMLPImpl : public torch::nn::Module {
+ public:
+  explicit GPTNeoXMLPImpl(const ModelConfig& config);
+  torch::Tensor forward(const torch::Tensor& x);  // [B, T, C] -> [B, T, C], exact (erf) GELU
+  torch::nn::Linear dense_h_to_4h{nullptr}, dense_4h_to_h{nullptr};
+};
+TORCH_MODULE(GPTNeoXMLP);
+
+class GPTNeoXLayerImpl : public torch::nn::Module {
+ public:
+  explicit GPTNeoXLayerImpl(const ModelConfig& config);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+  torch::nn::LayerNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
+  GPTNeoXAttention attention{nullptr};
+  GPTNeoXMLP mlp{nullptr};
+
+ private:
+  bool parallel_residual_;
+};
+TORCH_MODULE(GPTNeoXLayer);
+
+class GPTNeoXModelImpl : public torch::nn::Module {
+ public:
+  explicit GPTNeoXModelImpl(const ModelConfig& config);
+  torch::nn::Embedding embed_in{nullptr};  // [V, C]
+  torch::nn::ModuleList layers{nullptr};
+  torch::nn::LayerNorm final_layer_norm{nullptr};
+};
+TORCH_MODULE(GPTNeoXModel);
+
+class GPTNeoXForCausalLMImpl : public torch::nn::Module {
+ public:
+  explicit GPTNeoXForCausalLMImpl(const ModelConfig& config);
+
+  // input_ids: [B, T] int64; positions: [T] or [B, T] int64 (undefined = 0..T-1). Returns logits [B, T, V].
+  torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& positions = {});
+  // Final hidden states [B, T, C] (before embed_out), for callers that project only some positions.
+  torch::Tensor hidden_states(const torch::Tensor& input_ids, const torch::Tensor& positions = {});
+
+  // GPT-NeoX initialisation: N(0, sqrt(2 / 5C)) ("small init") everywhere, N(0, 2 / (L sqrt C)) ("wang init")
+  // for the two output projections of each layer, zero biases, unit LayerNorms, zero sink logits.
+  // Deterministic from config.init_seed, independent of the device.
+  void initialize();
+
+  const ModelConfig& config() const { return config_; }
+  GPTNeoXModel gpt_neox{nullptr};
+  torch::nn::Linear embed_out{nullptr};  // [V, C], untied from embed_in
+
+ private:
+  ModelConfig config_;
+  RotaryEmbedding rotary_;
+};
+TORCH_MODULE(GPTNeoXForCausalLM);
+
+}  // namespace sinklm

@@ -1,0 +1,50 @@
+// The typed, cross-checked view of the `model.*` config section.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "core/config.h"
+
+namespace sinklm {
+
+enum class SinkMode { None, Token, Softmax1, Logit };
+enum class AttentionImpl { Fast, Reference };
+
+const char* sink_mode_name(SinkMode mode);
+
+struct ModelConfig {
+  int64_t vocab_size = 0;
+  int64_t tokenizer_vocab_size = 0;  // resolved: ids >= this are sinks or padding
+  int64_t hidden_size = 0;
+  int64_t num_layers = 0;
+  int64_t num_heads = 0;
+  int64_t intermediate_size = 0;
+  double rotary_pct = 0;
+  double rotary_base = 0;
+  int64_t max_position_embeddings = 0;
+  double layer_norm_eps = 0;
+  bool parallel_residual = true;
+  int64_t bos_token_id = 0;
+  int64_t eos_token_id = 0;
+  int64_t init_seed = 0;
+  AttentionImpl attention = AttentionImpl::Fast;
+  SinkMode sink_mode = SinkMode::None;
+  int64_t sink_count = 0;  // learnable sink tokens (mode token), else 0
+
+  // Validates relations between keys; errors name the keys and `config.source()`.
+  static ModelConfig from(const Config& config);
+
+  int64_t head_dim() const { return hidden_size / num_heads; }
+  int64_t rotary_dims() const;  // even number of leading dims of each head that are rotated
+  int64_t sink_token_id(int64_t i) const { return tokenizer_vocab_size + i; }
+};
+
+// Parameter counts derived from the architecture alone (no model is built).
+struct ParameterCount {
+  int64_t total = 0;
+  int64_t embedding = 0;  // embed_in + embed_out
+  int64_t non_embedding() const { return total - embedding; }
+};
+ParameterCount count_parameters(const ModelConfig& config);
+
+}  // namespace sinklm

@@ -1,0 +1,28 @@
+// Rotary position embedding, GPT-NeoX convention: "rotate half" applied to the first `rotary_dims` of
+// each head; the remaining dims pass through unchanged.
+#pragma once
+#include <torch/types.h>
+
+#include <utility>
+
+namespace sinklm {
+
+class RotaryEmbedding {
+ public:
+  RotaryEmbedding(int64_t rotary_dims, double base);
+
+  // positions: [T] or [B, T] int64 -> (cos, sin), each [T, R] or [B, T, R] float32 (R = rotary_dims).
+  // Angles are formed in float64 so a position of 10^7 is as exact as a position of 10^3.
+  std::pair<torch::Tensor, torch::Tensor> cos_sin(const torch::Tensor& positions) const;
+
+  int64_t rotary_dims() const { return rotary_dims_; }
+
+ private:
+  int64_t rotary_dims_;
+  torch::Tensor inv_freq_;  // [R/2] float64
+};
+
+// x: [B, H, T, D]; returns x with x[..., :R] rotated by the angles in cos/sin (from cos_sin(); R = cos.size(-1)).
+torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+
+}  // namespace sinklm

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# One-shot, idempotent setup on a fresh Debian 12 machine:
+#   apt packages -> project-local venv (LibTorch from the PyPI torch wheel + test oracles) -> Release build.
+# Usage: scripts/setup.sh [--no-build]
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+# Pinned: torch 2.11.0 on PyPI is built for CUDA 13.0, the toolkit our machines carry (nvcc 13.0).
+TORCH_VERSION=2.11.0
+APT_PACKAGES=(build-essential cmake ninja-build ccache pkg-config python3-venv
+  openmpi-bin libopenmpi-dev libyaml-cpp-dev libgtest-dev nlohmann-json3-dev libcpp-httplib-dev
+  libpcre2-dev libsentencepiece-dev libssl-dev curl)
+PIP_PACKAGES=("torch==${TORCH_VERSION}" numpy transformers tokenizers safetensors tiktoken matplotlib)
+# data: GPT-2's tiktoken rank file (whisper/assets/gpt2.tiktoken) ships in openai-whisper; its own deps are unneeded.
+PIP_NO_DEPS_PACKAGES=(openai-whisper)
+
+sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "[setup] apt: installing ${missing[*]}"
+  sudo_if_needed apt-get update -qq
+  sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# Prefer a python3 that has venv+pip working (pyenv or Debian's).
+PY="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  echo "[setup] creating .venv with $($PY --version)"
+  "$PY" -m venv .venv
+fi
+stamp=".venv/.sinklm-pip-${TORCH_VERSION}-$(printf '%s\n' "${PIP_PACKAGES[@]}" "${PIP_NO_DEPS_PACKAGES[@]}" | sha256sum | cut -c1-12)"
+if [ ! -f "$stamp" ]; then
+  echo "[setup] pip: installing ${PIP_PACKAGES[*]} (torch wheel is large; cached by pip)"
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q "${PIP_PACKAGES[@]}"
+  .venv/bin/python -m pip install -q --no-deps "${PIP_NO_DEPS_PACKAGES[@]}"
+  touch "$stamp"
+fi
+
+[ "${1:-}" = "--no-build" ] && exit 0
+
+torch_prefix="$(.venv/bin/python -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')"
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$torch_prefix" -DPython3_EXECUTABLE="$root/.venv/bin/python" "${launcher[@]}"
+cmake --build build -j "$(nproc)"
+echo "[setup] built: build/sinklm"

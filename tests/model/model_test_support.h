@@ -1,0 +1,39 @@
+// Small helpers shared by the model tests.
+#pragma once
+#include <torch/torch.h>
+
+#include <functional>
+#include <string>
+
+#include "core/config.h"
+#include "core/error.h"
+#include "model/gpt_neox.h"
+
+namespace sinklm::testing_support {
+
+// A tiny GPT-NeoX config (2 layers, width 32) with the given sink mode and overrides.
+inline Config tiny_config(const std::string& sink_mode, std::vector<std::string> overrides = {}) {
+  Config c;
+  c.apply_overrides({"model.vocab_size=64", "model.tokenizer_vocab_size=60", "model.hidden_size=32",
+                     "model.num_layers=2", "model.num_heads=4", "model.intermediate_size=64",
+                     "model.rotary_pct=0.5", "model.max_position_embeddings=64", "model.sink.mode=" + sink_mode});
+  c.apply_overrides(overrides);
+  return c;
+}
+
+inline torch::Tensor random_ids(int64_t batch, int64_t length, int64_t vocab, uint64_t seed = 5) {
+  torch::manual_seed(seed);
+  return torch::randint(0, vocab, {batch, length}, torch::kInt64);
+}
+
+// The UserError message thrown by body, or "" if it did not throw one.
+inline std::string user_error_of(const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace sinklm::testing_support

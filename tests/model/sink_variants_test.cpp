@@ -1,0 +1,125 @@
+// The four sink variants: the zero sink is exactly softmax-off-by-one and attending to an all-zero key and
+// value; a sink logit of -inf is vanilla; every sink parameter learns.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "model/attention.h"
+#include "model/gpt_neox.h"
+#include "model/model_config.h"
+#include "model_test_support.h"
+
+namespace sinklm {
+namespace {
+
+using testing_support::random_ids;
+using testing_support::tiny_config;
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+struct Qkv {
+  torch::Tensor q, k, v;
+};
+Qkv random_qkv(int64_t T = 7) {
+  torch::manual_seed(21);
+  return {torch::randn({2, 3, T, 8}), torch::randn({2, 3, T, 8}), torch::randn({2, 3, T, 8})};
+}
+
+torch::Tensor causal_scores(const Qkv& x) {
+  auto s = torch::matmul(x.q, x.k.transpose(2, 3)) / std::sqrt(8.0);
+  auto T = x.q.size(2);
+  return s.masked_fill(torch::ones({T, T}, torch::kBool).triu(1), -kInf);
+}
+
+TEST(ZeroSink, EqualsSoftmaxOffByOneFormula) {
+  Qkv x = random_qkv();
+  auto e = causal_scores(x).exp();                       // exp(-inf) = 0 for masked keys
+  auto p = e / (1 + e.sum(-1, /*keepdim=*/true));        // exp(x_i) / (1 + sum_j exp(x_j))
+  auto expected = torch::matmul(p, x.v);
+  auto zeros = torch::zeros({3});
+  for (auto impl : {AttentionImpl::Fast, AttentionImpl::Reference}) {
+    auto out = causal_attention(x.q, x.k, x.v, zeros, impl);
+    EXPECT_TRUE(torch::allclose(out, expected, 1e-5, 1e-6)) << (out - expected).abs().max();
+  }
+}
+
+TEST(ZeroSink, EqualsAttendingToAnAllZeroKeyAndValue) {
+  Qkv x = random_qkv();
+  const int64_t T = x.q.size(2);
+  auto zero = torch::zeros({2, 3, 1, 8});
+  auto k = torch::cat({zero, x.k}, 2), v = torch::cat({zero, x.v}, 2);  // the zero entry is key/value 0
+  auto scores = torch::matmul(x.q, k.transpose(2, 3)) / std::sqrt(8.0);  // [B, H, T, T+1]
+  auto hidden = torch::cat({torch::zeros({T, 1}, torch::kBool), torch::ones({T, T}, torch::kBool).triu(1)}, 1);
+  auto expected = torch::matmul(torch::softmax(scores.masked_fill(hidden, -kInf), -1), v);
+  auto out = causal_attention(x.q, x.k, x.v, torch::zeros({3}), AttentionImpl::Fast);
+  EXPECT_TRUE(torch::allclose(out, expected, 1e-5, 1e-6)) << (out - expected).abs().max();
+}
+
+TEST(LogitSink, MinusInfinityIsVanilla) {
+  Qkv x = random_qkv();
+  auto minus_inf = torch::full({3}, -kInf);
+  auto vanilla_ref = causal_attention(x.q, x.k, x.v, {}, AttentionImpl::Reference);
+  EXPECT_TRUE(torch::equal(causal_attention(x.q, x.k, x.v, minus_inf, AttentionImpl::Reference), vanilla_ref));
+  auto vanilla_fast = causal_attention(x.q, x.k, x.v, {}, AttentionImpl::Fast);
+  auto out = causal_attention(x.q, x.k, x.v, minus_inf, AttentionImpl::Fast);
+  EXPECT_TRUE(torch::allclose(out, vanilla_fast, 1e-6, 1e-6)) << (out - vanilla_fast).abs().max();
+}
+
+TEST(LogitSink, WholeModelWithMinusInfinityLogitsEqualsVanillaModel) {
+  for (const char* impl : {"reference", "fast"}) {
+    GPTNeoXForCausalLM vanilla(ModelConfig::from(tiny_config("none", {std::string("model.attention=") + impl})));
+    GPTNeoXForCausalLM logit(ModelConfig::from(tiny_config("logit", {std::string("model.attention=") + impl})));
+    torch::NoGradGuard no_grad;
+    auto logit_params = logit->named_parameters();
+    for (const auto& p : vanilla->named_parameters()) logit_params[p.key()].copy_(p.value());
+    for (auto& p : logit_params)
+      if (p.key().find("sink_logit") != std::string::npos) p.value().fill_(-kInf);
+    auto ids = random_ids(2, 12, 60);
+    auto a = vanilla->forward(ids), b = logit->forward(ids);
+    if (std::string(impl) == "reference") EXPECT_TRUE(torch::equal(a, b)) << impl;
+    else EXPECT_TRUE(torch::allclose(a, b, 1e-5, 1e-5)) << impl << " " << (a - b).abs().max();
+  }
+}
+
+TEST(LogitSink, EverySinkLogitReceivesGradient) {
+  GPTNeoXForCausalLM model(ModelConfig::from(tiny_config("logit")));
+  auto ids = random_ids(2, 10, 60);
+  auto logits = model->forward(ids);
+  torch::nn::functional::cross_entropy(logits.narrow(1, 0, 9).reshape({-1, 64}), ids.narrow(1, 1, 9).reshape(-1)).backward();
+  int found = 0;
+  for (const auto& p : model->named_parameters()) {
+    if (p.key().find("sink_logit") == std::string::npos) continue;
+    ++found;
+    ASSERT_TRUE(p.value().grad().defined()) << p.key();
+    EXPECT_GT(p.value().grad().abs().min().item<float>(), 0.0f) << p.key() << " has a head with zero gradient";
+  }
+  EXPECT_EQ(found, 2);  // one [H] tensor per layer
+}
+
+TEST(TokenSink, SinkRowsLiveInsideThePaddedVocabularyAndLearn) {
+  Config config = tiny_config("token", {"model.sink.count=2"});
+  ModelConfig mc = ModelConfig::from(config);
+  EXPECT_EQ(mc.sink_token_id(0), 60);
+  EXPECT_EQ(mc.sink_token_id(1), 61);
+  EXPECT_EQ(count_parameters(mc).total, count_parameters(ModelConfig::from(tiny_config("none"))).total);
+  GPTNeoXForCausalLM model(mc);
+  auto text = random_ids(1, 8, 60);
+  auto ids = torch::cat({torch::tensor({{60, 61}}, torch::kInt64), text}, 1);
+  auto logits = model->forward(ids);
+  // Loss only on text targets: predictions from the last sink onwards.
+  torch::nn::functional::cross_entropy(logits[0].narrow(0, 1, 8), ids[0].narrow(0, 2, 8)).backward();
+  auto grad = model->gpt_neox->embed_in->weight.grad();
+  EXPECT_GT(grad[60].abs().sum().item<float>(), 0.0f);
+  EXPECT_GT(grad[61].abs().sum().item<float>(), 0.0f);
+  EXPECT_EQ(grad[63].abs().sum().item<float>(), 0.0f);  // an unused padding row
+}
+
+TEST(TokenSink, SinkCountMustFitInThePaddedVocabulary) {
+  auto msg = testing_support::user_error_of(
+      [] { ModelConfig::from(tiny_config("token", {"model.tokenizer_vocab_size=63", "model.sink.count=2"})); });
+  EXPECT_NE(msg.find("exceeds model.vocab_size"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace sinklm
