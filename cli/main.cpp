@@ -9,6 +9,8 @@
 #include "core/error.h"
 #include "data/commands.h"
 #include "model/commands.h"
+#include "serve/commands.h"
+#include "train/commands.h"
 
 namespace {
 
@@ -25,9 +27,13 @@ const Subcommand kSubcommands[] = {
      sinklm::run_init_command},
     {"forward", "run a forward pass of a checkpoint on tokens or text; write logits, print loss",
      sinklm::run_forward_command},
+    {"train", "pretrain a model, data parallel over MPI ranks (mpirun -np N sinklm train ...)",
+     sinklm::run_train_command},
     {"tokenize", "text on stdin to token ids on stdout (or back with --decode)", sinklm::run_tokenize_command},
     {"prepare", "build the corpus, token shards or a SentencePiece vocabulary (prepare --help)",
      sinklm::run_prepare_command},
+    {"stream", "streaming perplexity of a long text through a KV cache policy (--compare: Table 3)",
+     sinklm::run_stream_command},
 };
 
 void print_usage() {

@@ -51,12 +51,13 @@ void write_file_durable(const std::string& path, const std::string& text) {
 
 void fsync_directory(const std::string& path) { fsync_path(path, O_RDONLY | O_DIRECTORY); }
 
-AtomicDirWriter::AtomicDirWriter(std::string final_dir) : final_(std::move(final_dir)) {
+AtomicDirWriter::AtomicDirWriter(std::string final_dir, const std::string& staging_suffix)
+    : final_(std::move(final_dir)) {
   while (!final_.empty() && final_.back() == '/') final_.pop_back();
   if (final_.empty()) fail("output directory: empty path");
   fs::path parent = fs::path(final_).parent_path();
   if (!parent.empty()) fs::create_directories(parent);
-  staging_ = final_ + ".tmp-" + std::to_string(::getpid());
+  staging_ = final_ + (staging_suffix.empty() ? ".tmp-" + std::to_string(::getpid()) : staging_suffix);
   fs::remove_all(staging_);
   if (!fs::create_directory(staging_)) fail(staging_, ": cannot create staging directory");
 }

@@ -14,7 +14,9 @@ void fsync_directory(const std::string& path);
 
 class AtomicDirWriter {
  public:
-  explicit AtomicDirWriter(std::string final_dir);
+  // The staging directory is "<final_dir><staging_suffix>" (default ".tmp-<pid>"). Several processes that
+  // fill one staging directory together (the ranks of a training job) pass the same suffix.
+  explicit AtomicDirWriter(std::string final_dir, const std::string& staging_suffix = "");
   ~AtomicDirWriter();  // removes the temporary directory unless commit() succeeded
   AtomicDirWriter(const AtomicDirWriter&) = delete;
   AtomicDirWriter& operator=(const AtomicDirWriter&) = delete;

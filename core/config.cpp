@@ -222,6 +222,10 @@ int64_t Config::get_int(const std::string& key) const { return std::stoll(raw(ke
 double Config::get_float(const std::string& key) const { return std::stod(raw(key, ValueType::Float)); }
 bool Config::get_bool(const std::string& key) const { return raw(key, ValueType::Bool) == "true"; }
 const std::string& Config::get_string(const std::string& key) const { return raw(key, ValueType::String); }
+const std::string& Config::text(const std::string& key) const {
+  SINKLM_ASSERT(find_key_spec(key), "config key not in schema: ", key);
+  return values_.at(key);
+}
 
 std::string Config::to_yaml() const {
   // Keys are emitted in schema order; a new section starts whenever the dotted prefix changes.

@@ -44,6 +44,7 @@ class Config {
   double get_float(const std::string& key) const;
   bool get_bool(const std::string& key) const;
   const std::string& get_string(const std::string& key) const;  // String and Choice keys
+  const std::string& text(const std::string& key) const;        // any key, as canonical text
 
   std::string to_yaml() const;  // every key, nested, with the schema's help as comments
   const std::string& source() const { return source_; }

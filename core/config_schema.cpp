@@ -14,6 +14,9 @@ KeySpec number(std::string key, std::string value, double min, double max, std::
 KeySpec boolean(std::string key, bool value, std::string help) {
   return {std::move(key), ValueType::Bool, value ? "true" : "false", std::move(help)};
 }
+KeySpec text(std::string key, std::string value, std::string help) {
+  return {std::move(key), ValueType::String, std::move(value), std::move(help)};
+}
 KeySpec choice(std::string key, std::vector<std::string> choices, std::string help) {
   std::string first = choices.front();
   return {std::move(key), ValueType::Choice, first, std::move(help), 0, 0, std::move(choices)};
@@ -43,6 +46,42 @@ std::vector<KeySpec> build_schema() {
              "none = vanilla; token = learnable sink token(s); softmax1 = zero sink; logit = learned per-head "
              "sink logit"),
       integer("model.sink.count", 1, 1, 64, "number of learnable sink tokens (mode token)"),
+      // data: token shards and the loader that reads them (data/token_loader.h)
+      text("data.tokenizer", "", "tokenizer.json, vocab.json (+ merges.txt), *.tiktoken or SentencePiece *.model"),
+      text("data.shards", "", "directory written by `sinklm prepare shards`"),
+      integer("data.seed", 1234, 0, 1e15, "seed of the training sample order (each epoch is reshuffled from it)"),
+      integer("data.validation_batches", 8, 0, 1 << 20, "fixed validation batches (same samples on every run)"),
+      // train: the pretraining loop (defaults follow the Pythia-160M recipe)
+      integer("train.steps", 1000, 1, 1e12, "optimizer steps"),
+      integer("train.seq_len", 2048, 2, 1 << 20, "positions per sample, sink tokens included"),
+      integer("train.global_batch_tokens", 2097152, 1, 1e15,
+              "tokens per optimizer step over all ranks (seq_len * samples); reached by gradient accumulation"),
+      integer("train.micro_batch", 8, 1, 1 << 20, "samples per rank per forward/backward"),
+      number("train.lr", "6e-4", 0, 10, "peak learning rate"),
+      number("train.min_lr_ratio", "0.1", 0, 1, "cosine decay ends at lr * min_lr_ratio"),
+      number("train.warmup_fraction", "0.01", 0, 1, "linear warmup over this fraction of the steps"),
+      number("train.beta1", "0.9", 0, 0.999999, "AdamW beta1"),
+      number("train.beta2", "0.95", 0, 0.999999, "AdamW beta2"),
+      number("train.eps", "1e-8", 0, 1, "AdamW epsilon"),
+      number("train.weight_decay", "0.1", 0, 10, "decoupled weight decay (not on LayerNorms, biases, sink logits)"),
+      number("train.grad_clip", "1.0", 0, 1e9, "clip the global gradient norm to this (0 = off)"),
+      choice("train.device", {"auto", "cpu", "cuda"}, "auto = the GPU of this rank's local rank if CUDA is there"),
+      choice("train.precision", {"auto", "fp32", "bf16"}, "auto = bf16 autocast on CUDA, fp32 on CPU"),
+      choice("train.zero", {"0", "1"}, "1 = ZeRO stage 1: optimizer state sharded across ranks"),
+      integer("train.bucket_mb", 25, 1, 1 << 16, "gradient all-reduce bucket size (MiB)"),
+      integer("train.eval_every", 100, 0, 1e12, "validation loss every N steps (0 = only at the end)"),
+      integer("train.checkpoint_every", 500, 0, 1e12, "checkpoint every N steps (0 = only at the end)"),
+      integer("train.keep_checkpoints", 3, 1, 1 << 20, "keep the newest K complete checkpoints"),
+      integer("train.log_every", 1, 1, 1e12, "progress line and metrics.jsonl record every N steps"),
+      integer("train.threads", 0, 0, 1024, "CPU intra-op threads per rank (0 = cores / ranks on this node)"),
+      choice("train.nan_policy", {"stop", "skip"}, "non-finite loss or gradient: stop, or skip the update"),
+      integer("train.collective_timeout_s", 300, 1, 1e7, "a collective waiting longer aborts the job"),
+      number("train.peak_tflops", "0", 0, 1e6, "device peak for MFU (0 = H100/H200 table on CUDA, measured on CPU)"),
+      // train.fault: testing aids that make real failures happen on purpose (tests/train)
+      integer("train.fault.step", -1, -1, 1e12, "inject train.fault.action at this step (-1 = never)"),
+      integer("train.fault.rank", 0, 0, 1 << 20, "the rank the fault happens on"),
+      choice("train.fault.action", {"kill", "kill_in_checkpoint", "hang", "nan"},
+             "SIGKILL at the step's start / halfway through its checkpoint, hang forever, or a NaN loss"),
   };
 }
 

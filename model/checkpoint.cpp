@@ -55,11 +55,17 @@ std::vector<std::string> safetensors_files(const std::string& dir) {
 
 }  // namespace
 
-CheckpointWriter::CheckpointWriter(const std::string& dir) : staging_(dir) {}
+CheckpointWriter::CheckpointWriter(const std::string& dir, const std::string& staging_suffix)
+    : staging_(dir, staging_suffix) {}
 
 void CheckpointWriter::add_file(const std::string& name, const std::function<void(const std::string& path)>& write) {
-  SINKLM_ASSERT(name != kManifest && std::find(files_.begin(), files_.end(), name) == files_.end(), "file ", name);
   write(staging_.staging_path(name));
+  adopt_file(name);
+}
+
+void CheckpointWriter::adopt_file(const std::string& name) {
+  SINKLM_ASSERT(name != kManifest && std::find(files_.begin(), files_.end(), name) == files_.end(), "file ", name);
+  SINKLM_ASSERT(fs::exists(staging_.staging_path(name)), "adopted file not written: ", name);
   files_.push_back(name);
 }
 

@@ -25,11 +25,14 @@ namespace sinklm {
 
 class CheckpointWriter {
  public:
-  explicit CheckpointWriter(const std::string& dir);
+  explicit CheckpointWriter(const std::string& dir, const std::string& staging_suffix = "");
+  const std::string& staging_dir() const { return staging_.staging_dir(); }
   // Writes config.json, model.safetensors (parameters in `dtype`) and sinklm.yaml into the staging dir.
   void add_model(const Config& config, GPTNeoXForCausalLM& model, torch::ScalarType dtype = torch::kFloat32);
   // Writes one more file: `write` receives the staging path to create.
   void add_file(const std::string& name, const std::function<void(const std::string& path)>& write);
+  // Lists a file another process already wrote (durably) into staging_dir().
+  void adopt_file(const std::string& name);
   void commit();  // manifest.json, then the atomic rename
 
  private:

@@ -1,0 +1,46 @@
+#include "train/flat_parameters.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace sinklm {
+
+bool takes_weight_decay(const std::string& name) {
+  auto ends_with = [&](const char* suffix) {
+    std::string s(suffix);
+    return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
+  };
+  bool norm = name.find("layernorm") != std::string::npos || name.find("layer_norm") != std::string::npos;
+  return !norm && !ends_with(".bias") && !ends_with("sink_logit");
+}
+
+FlatParameters::FlatParameters(torch::nn::Module& model, int64_t pad_multiple) {
+  auto named = model.named_parameters();
+  SINKLM_ASSERT(named.size() > 0, "model has no parameters");
+  int64_t total = 0;
+  for (auto it = named.items().rbegin(); it != named.items().rend(); ++it) {
+    const torch::Tensor& p = it->value();
+    SINKLM_ASSERT(p.scalar_type() == torch::kFloat32, "master weights must be float32: ", it->key());
+    slots_.push_back({it->key(), p, total, p.numel(), takes_weight_decay(it->key())});
+    total += p.numel();
+  }
+  const int64_t padded = (total + pad_multiple - 1) / pad_multiple * pad_multiple;
+  auto options = slots_.front().param.options();
+  values_ = torch::zeros({padded}, options);
+  grads_ = torch::zeros({padded}, options);
+  decay_ = torch::zeros({padded}, options);
+  torch::NoGradGuard no_grad;
+  for (auto& slot : slots_) {
+    auto value_view = values_.narrow(0, slot.offset, slot.numel).view(slot.param.sizes());
+    value_view.copy_(slot.param);
+    slot.param.set_data(value_view);
+    // Autograd accumulates into an existing .grad in place, so gradients land in grads_ directly.
+    slot.param.mutable_grad() = grads_.narrow(0, slot.offset, slot.numel).view(slot.param.sizes());
+    decay_.narrow(0, slot.offset, slot.numel).fill_(slot.decay ? 1.0 : 0.0);
+  }
+}
+
+}  // namespace sinklm

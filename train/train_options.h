@@ -1,0 +1,43 @@
+// The typed, cross-checked view of the `train.*` config section for a job of `world_size` ranks.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "core/config.h"
+#include "train/adamw.h"
+
+namespace sinklm {
+
+enum class FaultAction { Kill, KillInCheckpoint, Hang, Nan };
+
+struct TrainOptions {
+  int64_t steps = 0;
+  int64_t seq_len = 0;
+  int64_t global_batch_samples = 0;  // train.global_batch_tokens / seq_len
+  int64_t micro_batch = 0;           // samples per rank per forward/backward
+  int64_t accumulation = 0;          // micro-steps per optimizer step on each rank
+  double lr = 0, min_lr_ratio = 0;
+  int64_t warmup_steps = 0;
+  AdamWOptions adamw;
+  double grad_clip = 0;
+  std::string device;     // auto | cpu | cuda
+  std::string precision;  // auto | fp32 | bf16
+  bool zero = false;
+  int64_t bucket_bytes = 0;
+  int64_t eval_every = 0, checkpoint_every = 0, keep_checkpoints = 0, log_every = 0;
+  int threads = 0;
+  bool skip_nonfinite = false;
+  double collective_timeout_s = 0;
+  double peak_tflops = 0;
+  int64_t validation_batches = 0;
+  std::string shards;
+  uint64_t data_seed = 0;
+  int64_t fault_step = -1;
+  int fault_rank = 0;
+  FaultAction fault_action = FaultAction::Kill;
+
+  // Errors name the keys (and config.source()) when the batch arithmetic does not work out.
+  static TrainOptions from(const Config& config, int world_size);
+};
+
+}  // namespace sinklm

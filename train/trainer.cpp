@@ -1,0 +1,381 @@
+#include "train/trainer.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <ATen/cuda/CUDAContext.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include "core/atomic_dir.h"
+#include "core/error.h"
+#include "model/autocast_guard.h"
+#include "model/checkpoint.h"
+#include "model/safetensors.h"
+#include "train/training_checkpoint.h"
+
+namespace fs = std::filesystem;
+
+namespace sinklm {
+namespace {
+
+constexpr int64_t kIgnoreTarget = -100;
+
+torch::Device pick_device(const TrainOptions& o, const DistributedContext& context) {
+  const bool cuda = torch::cuda::is_available();
+  if (o.device == "cuda" && !cuda) fail("train.device is cuda but no CUDA device is visible");
+  if (o.device == "cpu" || !cuda) return torch::kCPU;
+  const int count = static_cast<int>(torch::cuda::device_count());
+  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(context.local_rank() % count));
+}
+
+// Float32 matmul throughput this process reaches right now: the CPU's practical peak for MFU.
+double measured_cpu_matmul_flops() {
+  const int64_t n = 1024;
+  auto a = torch::randn({n, n}), b = torch::randn({n, n});
+  for (int warmup = 0; warmup < 3; ++warmup) torch::mm(a, b);
+  auto start = std::chrono::steady_clock::now();
+  int reps = 0;
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < 0.3) {
+    torch::mm(a, b);
+    ++reps;
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return 2.0 * n * n * n * reps / seconds;
+}
+
+double device_peak_flops(const TrainOptions& o, torch::Device device) {
+  if (o.peak_tflops > 0) return o.peak_tflops * 1e12;
+  if (!device.is_cuda()) return measured_cpu_matmul_flops();
+  std::string name = at::cuda::getDeviceProperties(device.index())->name;  // dense bf16 tensor-core peaks
+  if (name.find("H100") != std::string::npos || name.find("H200") != std::string::npos) return 989e12;
+  if (name.find("A100") != std::string::npos) return 312e12;
+  return 0;  // unknown: MFU is not shown
+}
+
+std::string duration_text(double seconds) {
+  char buf[32];
+  long s = std::lround(seconds);
+  if (s >= 3600) std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, s / 60 % 60);
+  else std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
+  return buf;
+}
+
+// The model.* keys must match between a resumed run's config and its checkpoint.
+void check_same_model(const Config& now, const Config& saved, const std::string& checkpoint) {
+  for (const auto& spec : config_schema())
+    if (spec.key.rfind("model.", 0) == 0 && spec.key != "model.attention" && now.text(spec.key) != saved.text(spec.key))
+      fail(checkpoint, ": resuming with ", spec.key, " = ", now.text(spec.key), " but the checkpoint has ",
+           saved.text(spec.key), "; resume with the run's original config");
+}
+
+}  // namespace
+
+Trainer::Trainer(Config config, std::string run_dir, bool resume, const DistributedContext& context)
+    : config_(std::move(config)),
+      run_dir_(std::move(run_dir)),
+      context_(context),
+      options_(TrainOptions::from(config_, context.world_size())),
+      model_config_(ModelConfig::from(config_)),
+      device_(pick_device(options_, context)) {
+  if (options_.precision == "bf16" && !device_.is_cuda())
+    fail(config_.source(), ": train.precision=bf16 needs CUDA; on the CPU sinklm trains in fp32");
+  bf16_ = device_.is_cuda() && options_.precision != "fp32";
+  if (options_.seq_len > model_config_.max_position_embeddings)
+    fail(config_.source(), ": train.seq_len (", options_.seq_len, ") exceeds model.max_position_embeddings (",
+         model_config_.max_position_embeddings, ")");
+  int threads = options_.threads > 0 ? options_.threads
+                                     : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / context.local_size());
+  torch::set_num_threads(threads);
+
+  model_ = GPTNeoXForCausalLM(model_config_);
+  std::optional<std::string> checkpoint = resume ? newest_complete_checkpoint(run_dir_) : std::nullopt;
+  if (checkpoint) {
+    check_same_model(config_, load_checkpoint_config(*checkpoint), *checkpoint);
+    load_model_tensors(*checkpoint, model_);
+  }
+  model_->to(device_);
+  flat_ = std::make_unique<FlatParameters>(*model_, context.world_size());
+  for (const auto& slot : flat_->slots()) flat_numel_ += slot.numel;
+  const bool sharded = options_.zero && context.world_size() > 1;
+  shard_numel_ = sharded ? flat_->padded_numel() / context.world_size() : flat_->padded_numel();
+  shard_begin_ = sharded ? context.rank() * shard_numel_ : 0;
+  optimizer_ = std::make_unique<FlatAdamW>(shard_numel_, options_.adamw, device_);
+  if (context.world_size() > 1) {
+    communicator_ = make_communicator(context, device_, options_.collective_timeout_s);
+    if (sharded) shard_grads_ = torch::zeros({shard_numel_}, flat_->grads().options());
+    else synchronizer_ = std::make_unique<GradientSynchronizer>(*flat_, *communicator_, options_.bucket_bytes);
+  }
+
+  LoaderOptions data;
+  data.seq_len = options_.seq_len;
+  data.global_batch = options_.global_batch_samples;
+  data.rank = context.rank();
+  data.world_size = context.world_size();
+  data.seed = options_.data_seed;
+  for (int64_t i = 0; i < model_config_.sink_count; ++i) data.sink_ids.push_back(model_config_.sink_token_id(i));
+  loader_ = std::make_unique<TokenLoader>(TokenLoader::open(options_.shards, Split::Train, data));
+  if (options_.validation_batches > 0) {
+    // Validation batches are global batches in file order: the same samples whatever the number of ranks.
+    data.shuffle = false;
+    validation_loader_ = std::make_unique<TokenLoader>(TokenLoader::open(options_.shards, Split::Validation, data));
+    validation_start_ = validation_loader_->cursor();
+  }
+  // Targets are the next tokens; a target that is a sink id (positions 1..k-1) is never predicted.
+  targets_per_sample_ = options_.seq_len - std::max<int64_t>(1, model_config_.sink_count);
+  ParameterCount params = count_parameters(model_config_);
+  flops_per_token_ = 6.0 * static_cast<double>(params.total - model_config_.vocab_size * model_config_.hidden_size) +
+                     12.0 * model_config_.num_layers * model_config_.hidden_size * options_.seq_len;
+  peak_flops_ = device_peak_flops(options_, device_);
+
+  if (checkpoint) restore(*checkpoint);
+  if (context.is_root()) {
+    fs::create_directories(run_dir_);
+    write_file_durable(run_dir_ + "/config.yaml", config_.to_yaml());
+    // metrics.jsonl tells one history: records past the resumed step belong to the lost future.
+    std::vector<std::string> kept;
+    std::ifstream previous(run_dir_ + "/metrics.jsonl");
+    for (std::string line; std::getline(previous, line);) {
+      auto record = nlohmann::json::parse(line, nullptr, false);
+      if (!record.is_discarded() && record.value("step", INT64_MAX) <= first_step_) kept.push_back(line);
+    }
+    metrics_.open(run_dir_ + "/metrics.jsonl", std::ios::trunc);
+    for (const auto& line : kept) metrics_ << line << "\n";
+    metrics_.flush();
+    std::cerr << "sinklm train: " << context.world_size() << " rank(s) on " << device_ << (bf16_ ? " (bf16 autocast)" : " (fp32)")
+              << ", " << params.total << " parameters, " << options_.global_batch_samples << " x " << options_.seq_len
+              << " tokens per step (" << options_.accumulation << " micro-steps of " << options_.micro_batch
+              << " per rank), " << (flat_->padded_numel() == shard_numel_ ? "replicated" : "ZeRO-1 sharded")
+              << " optimizer" << (checkpoint ? ", resumed from " + *checkpoint : std::string()) << "\n";
+  }
+}
+
+Trainer::~Trainer() = default;
+
+void Trainer::restore(const std::string& checkpoint_dir) {
+  nlohmann::json state = read_trainer_state(checkpoint_dir);
+  if (state["flat_numel"].get<int64_t>() != flat_numel_)
+    fail(checkpoint_dir, "/trainer_state.json: flat_numel ", state["flat_numel"].dump(), " but this model has ", flat_numel_);
+  OptimizerState moments = read_optimizer_state(checkpoint_dir, flat_numel_);
+  auto fit = [&](const torch::Tensor& full) {  // re-pad for this world size, then take this rank's range
+    auto padded = torch::zeros({flat_->padded_numel()});
+    padded.narrow(0, 0, flat_numel_).copy_(full);
+    return padded.narrow(0, shard_begin_, shard_numel_).to(device_);
+  };
+  torch::NoGradGuard no_grad;
+  optimizer_->exp_avg().copy_(fit(moments.exp_avg));
+  optimizer_->exp_avg_sq().copy_(fit(moments.exp_avg_sq));
+  optimizer_->set_steps_taken(state["adam_steps"].get<int64_t>());
+  first_step_ = state["step"].get<int64_t>();
+  LoaderCursor cursor = LoaderCursor::from_json(state["loader"].dump(), checkpoint_dir + "/trainer_state.json");
+  if (cursor.global_batch != options_.global_batch_samples)
+    fail(checkpoint_dir, ": the checkpoint's global batch is ", cursor.global_batch, " samples but the config gives ",
+         options_.global_batch_samples, "; resume with the same train.global_batch_tokens and train.seq_len");
+  loader_->restore(cursor);
+}
+
+// `step` counts from 1, as the progress line does.
+void Trainer::inject_fault(int64_t step, FaultAction at) const {
+  if (step != options_.fault_step || context_.rank() != options_.fault_rank || options_.fault_action != at) return;
+  std::cerr << "sinklm train: fault injection (train.fault): rank " << context_.rank() << " at step " << step << "\n";
+  if (at == FaultAction::Hang)
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  ::raise(SIGKILL);
+}
+
+torch::Tensor Trainer::micro_batch_loss(const torch::Tensor& rows) {
+  const int64_t L = options_.seq_len;
+  auto input = rows.narrow(1, 0, L - 1);
+  auto target = rows.narrow(1, 1, L - 1).clone();
+  if (model_config_.sink_count > 1) target.narrow(1, 0, model_config_.sink_count - 1).fill_(kIgnoreTarget);
+  torch::Tensor logits;
+  {
+    std::optional<AutocastGuard> autocast;
+    if (bf16_) autocast.emplace(device_);
+    logits = model_->forward(input);  // [micro, L-1, V]
+  }
+  namespace F = torch::nn::functional;
+  return F::cross_entropy(logits.to(torch::kFloat32).reshape({-1, logits.size(-1)}), target.reshape(-1),
+                          F::CrossEntropyFuncOptions().ignore_index(kIgnoreTarget).reduction(torch::kSum));
+}
+
+double Trainer::reduce_gradients() {
+  if (synchronizer_) synchronizer_->finish();
+  if (shard_grads_.defined()) {
+    communicator_->reduce_scatter_sum(flat_->grads(), shard_grads_);
+    std::vector<double> norm2 = {shard_grads_.pow(2).sum().item<double>()};
+    context_.allreduce_sum(norm2, "gradient norm", options_.collective_timeout_s);
+    return std::sqrt(norm2[0]);
+  }
+  return flat_->grads().norm().item<double>();
+}
+
+Trainer::StepResult Trainer::train_step(int64_t step) {
+  inject_fault(step + 1, FaultAction::Kill);
+  inject_fault(step + 1, FaultAction::Hang);
+  std::vector<uint32_t> batch = loader_->next_batch();
+  auto ids = batch_tensor(batch);  // [accumulation * micro_batch, seq_len]
+  // Every micro-batch loss is divided by the global target count, so summing gradients over micro-steps and
+  // ranks yields exactly the mean gradient of the global batch, whatever the number of ranks.
+  const double global_targets = static_cast<double>(options_.global_batch_samples * targets_per_sample_);
+  double loss_sum = 0;
+  for (int64_t m = 0; m < options_.accumulation; ++m) {
+    if (synchronizer_) synchronizer_->begin_backward(m == options_.accumulation - 1);
+    auto loss = micro_batch_loss(ids.narrow(0, m * options_.micro_batch, options_.micro_batch));
+    (loss / global_targets).backward();
+    loss_sum += loss.item<double>();
+  }
+  if (step + 1 == options_.fault_step && options_.fault_action == FaultAction::Nan &&
+      context_.rank() == options_.fault_rank) {
+    loss_sum = std::nan("");
+    flat_->grads().fill_(std::nan(""));
+  }
+  StepResult r;
+  r.grad_norm = reduce_gradients();
+  std::vector<double> loss = {loss_sum};
+  context_.allreduce_sum(loss, "loss", options_.collective_timeout_s);
+  r.loss = loss[0] / global_targets;
+  r.lr = learning_rate_at(step, options_.steps, options_.warmup_steps, options_.lr, options_.min_lr_ratio);
+  torch::NoGradGuard no_grad;
+  if (!std::isfinite(r.loss) || !std::isfinite(r.grad_norm)) {
+    if (!options_.skip_nonfinite)
+      fail("non-finite loss (", r.loss, ") or gradient norm (", r.grad_norm, ") at step ", step + 1,
+           "; the last checkpoint is untouched. Set train.nan_policy=skip to skip such batches");
+    std::cerr << "sinklm train: step " << step + 1 << ": non-finite loss or gradient, update skipped\n";
+    flat_->grads().zero_();
+    r.skipped = true;
+    return r;
+  }
+  auto grads = shard_grads_.defined() ? shard_grads_ : flat_->grads();
+  if (options_.grad_clip > 0 && r.grad_norm > options_.grad_clip) grads.mul_(options_.grad_clip / (r.grad_norm + 1e-6));
+  optimizer_->step(flat_->values().narrow(0, shard_begin_, shard_numel_), grads,
+                   flat_->decay_mask().narrow(0, shard_begin_, shard_numel_), r.lr);
+  if (shard_grads_.defined())
+    communicator_->all_gather(flat_->values().narrow(0, shard_begin_, shard_numel_).clone(), flat_->values());
+  flat_->grads().zero_();
+  return r;
+}
+
+// This rank's share of a global batch as [rows, seq_len] int64 on the training device.
+torch::Tensor Trainer::batch_tensor(std::vector<uint32_t>& batch) const {
+  const int64_t rows = static_cast<int64_t>(batch.size()) / options_.seq_len;
+  return torch::from_blob(batch.data(), {rows, options_.seq_len}, torch::kInt32).to(torch::kInt64).to(device_);
+}
+
+double Trainer::validation_loss() {
+  if (!validation_loader_) return std::nan("");
+  torch::NoGradGuard no_grad;
+  validation_loader_->restore(validation_start_);
+  std::vector<double> sums = {0, 0};
+  for (int64_t b = 0; b < options_.validation_batches; ++b) {
+    std::vector<uint32_t> batch = validation_loader_->next_batch();
+    auto ids = batch_tensor(batch);
+    for (int64_t m = 0; m < options_.accumulation; ++m)
+      sums[0] += micro_batch_loss(ids.narrow(0, m * options_.micro_batch, options_.micro_batch)).item<double>();
+    sums[1] += static_cast<double>(ids.size(0) * targets_per_sample_);
+  }
+  context_.allreduce_sum(sums, "validation loss", options_.collective_timeout_s);
+  return sums[0] / sums[1];
+}
+
+void Trainer::save_checkpoint(int64_t steps_done) {
+  const std::string dir = checkpoint_dir_for_step(run_dir_, steps_done);
+  const std::string staging_suffix = ".partial";
+  std::unique_ptr<CheckpointWriter> writer;
+  if (context_.is_root()) writer = std::make_unique<CheckpointWriter>(dir, staging_suffix);
+  context_.barrier("checkpoint staging", options_.collective_timeout_s);
+  const bool sharded = shard_numel_ != flat_->padded_numel();
+  const std::string optimizer_file =
+      sharded ? "optimizer.rank" + std::to_string(context_.rank()) + ".safetensors" : "optimizer.safetensors";
+  if (sharded || context_.is_root()) {
+    write_safetensors(dir + staging_suffix + "/" + optimizer_file,
+                      {{"exp_avg", optimizer_->exp_avg()}, {"exp_avg_sq", optimizer_->exp_avg_sq()}},
+                      {{"begin", std::to_string(shard_begin_)}, {"end", std::to_string(shard_begin_ + shard_numel_)}});
+  }
+  inject_fault(steps_done, FaultAction::KillInCheckpoint);
+  context_.barrier("checkpoint files", options_.collective_timeout_s);
+  if (context_.is_root()) {
+    writer->add_model(config_, model_);
+    nlohmann::json state = {{"format", "sinklm-train-state"},
+                            {"version", 1},
+                            {"step", steps_done},
+                            {"adam_steps", optimizer_->steps_taken()},
+                            {"world_size", context_.world_size()},
+                            {"zero", sharded},
+                            {"flat_numel", flat_numel_},
+                            {"loader", nlohmann::json::parse(loader_->cursor().to_json())}};
+    writer->add_file("trainer_state.json",
+                     [&](const std::string& path) { write_file_durable(path, state.dump(2) + "\n"); });
+    for (int r = 0; r < context_.world_size(); ++r)
+      if (sharded) writer->adopt_file("optimizer.rank" + std::to_string(r) + ".safetensors");
+    if (!sharded) writer->adopt_file("optimizer.safetensors");
+    writer->commit();
+    prune_checkpoints(run_dir_, options_.keep_checkpoints);
+  }
+  context_.barrier("checkpoint commit", options_.collective_timeout_s);
+}
+
+void Trainer::log(const nlohmann::json& record) {
+  if (!context_.is_root()) return;
+  metrics_ << record.dump() << "\n";
+  metrics_.flush();
+}
+
+TrainSummary Trainer::run() {
+  TrainSummary summary;
+  summary.steps = first_step_;
+  summary.validation_loss = std::nan("");
+  const double tokens_per_step = static_cast<double>(options_.global_batch_samples * options_.seq_len);
+  const bool tty = ::isatty(STDERR_FILENO);
+  auto run_start = std::chrono::steady_clock::now();
+  double window_tokens = 0, window_seconds = 0;
+  for (int64_t step = first_step_; step < options_.steps; ++step) {
+    auto start = std::chrono::steady_clock::now();
+    StepResult r = train_step(step);
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    window_tokens += tokens_per_step;
+    window_seconds += seconds;
+    const int64_t done = step + 1;
+    summary.steps = done;
+    summary.last_loss = r.loss;
+    if (done % options_.log_every == 0 || done == options_.steps) {
+      double tokens_per_s = window_tokens / window_seconds;
+      double mfu = peak_flops_ > 0 ? tokens_per_s * flops_per_token_ / peak_flops_ : 0;
+      log({{"step", done}, {"loss", r.loss}, {"lr", r.lr}, {"grad_norm", r.grad_norm}, {"skipped", r.skipped},
+           {"tokens", done * tokens_per_step}, {"tokens_per_s", tokens_per_s}, {"mfu", mfu}});
+      if (context_.is_root()) {
+        char line[256];
+        std::snprintf(line, sizeof line, "step %lld/%lld | loss %.4f | lr %.2e | %.0f tok/s | MFU %.1f%% | ETA %s",
+                      static_cast<long long>(done), static_cast<long long>(options_.steps), r.loss, r.lr, tokens_per_s,
+                      100 * mfu, duration_text(window_seconds / window_tokens * tokens_per_step * (options_.steps - done)).c_str());
+        std::cerr << (tty ? "\r" : "") << line << (tty ? "   " : "\n") << std::flush;
+      }
+      summary.tokens_per_second = tokens_per_s;
+      window_tokens = window_seconds = 0;
+    }
+    const bool last = done == options_.steps;
+    if ((options_.eval_every > 0 && done % options_.eval_every == 0) || last) {
+      summary.validation_loss = validation_loss();
+      if (!std::isnan(summary.validation_loss)) {
+        log({{"step", done}, {"val_loss", summary.validation_loss}});
+        if (context_.is_root()) std::cerr << (tty ? "\n" : "") << "step " << done << " validation loss " << summary.validation_loss << "\n";
+      }
+    }
+    if ((options_.checkpoint_every > 0 && done % options_.checkpoint_every == 0) || last) {
+      save_checkpoint(done);
+      summary.last_checkpoint = checkpoint_dir_for_step(run_dir_, done);
+    }
+  }
+  if (context_.is_root() && tty) std::cerr << "\n";
+  double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
+  if (summary.steps > first_step_) summary.tokens_per_second = tokens_per_step * (summary.steps - first_step_) / total;
+  return summary;
+}
+
+}  // namespace sinklm
