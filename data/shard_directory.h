@@ -1,0 +1,23 @@
+// A directory of token shards (written by `sinklm prepare shards`):
+//   <dir>/<split>-<nnnnn>.bin   token shards (format: token_shard.h), documents never cross shards
+//   <dir>/manifest.json         {"format": "sinklm-shards", "format_version": 1, "tokenizer": description,
+//                                "vocab_size", "end_of_text_id", "bytes_per_token",
+//                                "splits": {"train": {"shards": [file names], "tokens", "documents"}, ...},
+//                                "documents": [{"id", "split", "shard", "tokens"}]}
+#pragma once
+#include <string>
+#include <vector>
+
+#include "data/corpus_split.h"
+#include "data/token_shard.h"
+
+namespace sinklm {
+
+std::string shard_file_name(Split split, size_t index);
+std::string shard_manifest_path(const std::string& dir);
+
+// The shards of one split, opened (memory-mapped) in manifest order. UserError naming the manifest when it
+// is missing, malformed or lists no shard for the split, and naming a shard that fails its checks.
+std::vector<TokenShard> open_split_shards(const std::string& dir, Split split);
+
+}  // namespace sinklm

@@ -1,0 +1,101 @@
+// Trainer building blocks against references: the flat AdamW against torch::optim::AdamW, the schedule's
+// shape, weight-decay grouping, gradients landing in the flat buffer, and batch arithmetic errors.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "../model/model_test_support.h"
+#include "model/gpt_neox.h"
+#include "train/adamw.h"
+#include "train/flat_parameters.h"
+#include "train/train_options.h"
+
+namespace sinklm {
+namespace {
+
+TEST(LearningRate, WarmupThenCosineToTheFloor) {
+  const double peak = 6e-4;
+  EXPECT_DOUBLE_EQ(learning_rate_at(0, 1000, 10, peak, 0.1), peak / 10);
+  EXPECT_DOUBLE_EQ(learning_rate_at(9, 1000, 10, peak, 0.1), peak);
+  EXPECT_DOUBLE_EQ(learning_rate_at(10, 1000, 10, peak, 0.1), peak);  // cosine starts at the peak
+  EXPECT_NEAR(learning_rate_at(505, 1000, 10, peak, 0.1), (peak + 0.1 * peak) / 2, 1e-6 * peak);
+  EXPECT_NEAR(learning_rate_at(1000, 1000, 10, peak, 0.1), 0.1 * peak, 1e-15);
+  for (int64_t s = 11; s < 1000; ++s) EXPECT_LE(learning_rate_at(s, 1000, 10, peak, 0.1), learning_rate_at(s - 1, 1000, 10, peak, 0.1));
+  EXPECT_DOUBLE_EQ(learning_rate_at(0, 10, 0, peak, 0.1), peak);  // no warmup
+}
+
+TEST(WeightDecay, NotOnNormsBiasesOrSinkLogits) {
+  EXPECT_TRUE(takes_weight_decay("gpt_neox.layers.0.attention.query_key_value.weight"));
+  EXPECT_TRUE(takes_weight_decay("gpt_neox.embed_in.weight"));
+  EXPECT_TRUE(takes_weight_decay("embed_out.weight"));
+  EXPECT_FALSE(takes_weight_decay("gpt_neox.layers.0.attention.query_key_value.bias"));
+  EXPECT_FALSE(takes_weight_decay("gpt_neox.layers.3.input_layernorm.weight"));
+  EXPECT_FALSE(takes_weight_decay("gpt_neox.final_layer_norm.weight"));
+  EXPECT_FALSE(takes_weight_decay("gpt_neox.layers.1.attention.sink_logit"));
+}
+
+TEST(FlatParameters, ParametersAndGradientsAliasTheFlatBuffers) {
+  GPTNeoXForCausalLM model(ModelConfig::from(testing_support::tiny_config("logit")));
+  auto ids = testing_support::random_ids(2, 8, 60);
+  auto expected_logits = model->forward(ids).detach();
+  FlatParameters flat(*model, 7);
+  EXPECT_EQ(flat.padded_numel() % 7, 0);
+  EXPECT_TRUE(torch::equal(model->forward(ids).detach(), expected_logits)) << "flattening changed the model";
+  int64_t decayed = 0;
+  for (const auto& slot : flat.slots()) {
+    EXPECT_EQ(slot.param.data_ptr<float>(), flat.values().data_ptr<float>() + slot.offset) << slot.name;
+    if (slot.decay) decayed += slot.numel;
+  }
+  EXPECT_EQ(flat.decay_mask().sum().item<double>(), decayed);
+  EXPECT_EQ(flat.slots().front().name, "embed_out.weight");  // reverse registration order
+  model->forward(ids).sum().backward();
+  for (const auto& slot : flat.slots())
+    EXPECT_EQ(slot.param.grad().data_ptr<float>(), flat.grads().data_ptr<float>() + slot.offset) << slot.name;
+  EXPECT_GT(flat.grads().abs().sum().item<double>(), 0);
+}
+
+TEST(FlatAdamW, MatchesTorchAdamWWithDecayGroups) {
+  torch::manual_seed(4);
+  auto decayed = torch::randn({5}), plain = torch::randn({3});
+  std::vector<torch::Tensor> reference = {decayed.clone().requires_grad_(true), plain.clone().requires_grad_(true)};
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(std::vector<torch::Tensor>{reference[0]},
+                      std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(1e-2).betas({0.9, 0.95}).eps(1e-8).weight_decay(0.1)));
+  groups.emplace_back(std::vector<torch::Tensor>{reference[1]},
+                      std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(1e-2).betas({0.9, 0.95}).eps(1e-8).weight_decay(0.0)));
+  torch::optim::AdamW torch_adamw(std::move(groups));
+
+  auto params = torch::cat({decayed, plain});
+  auto mask = torch::cat({torch::ones({5}), torch::zeros({3})});
+  FlatAdamW ours(8, {0.9, 0.95, 1e-8, 0.1}, torch::kCPU);
+  for (int step = 0; step < 5; ++step) {
+    auto grads = torch::randn({8});
+    reference[0].mutable_grad() = grads.narrow(0, 0, 5).clone();
+    reference[1].mutable_grad() = grads.narrow(0, 5, 3).clone();
+    torch_adamw.step();
+    ours.step(params, grads, mask, 1e-2);
+  }
+  auto expected = torch::cat({reference[0].detach(), reference[1].detach()});
+  EXPECT_TRUE(torch::allclose(params, expected, 1e-6, 1e-7)) << (params - expected).abs().max();
+  EXPECT_EQ(ours.steps_taken(), 5);
+}
+
+TEST(TrainOptions, BatchArithmeticErrorsNameTheKeys) {
+  Config c;
+  c.apply_overrides({"data.shards=/x", "train.seq_len=64", "train.global_batch_tokens=1000"});
+  auto msg = testing_support::user_error_of([&] { TrainOptions::from(c, 1); });
+  EXPECT_NE(msg.find("train.global_batch_tokens (1000) must be a multiple of train.seq_len (64)"), std::string::npos) << msg;
+  c.apply_overrides({"train.global_batch_tokens=1024", "train.micro_batch=4"});
+  msg = testing_support::user_error_of([&] { TrainOptions::from(c, 3); });
+  EXPECT_NE(msg.find("must be a multiple of train.micro_batch (4) x ranks (3)"), std::string::npos) << msg;
+  TrainOptions ok = TrainOptions::from(c, 2);
+  EXPECT_EQ(ok.global_batch_samples, 16);
+  EXPECT_EQ(ok.accumulation, 2);
+  Config no_data;
+  msg = testing_support::user_error_of([&] { TrainOptions::from(no_data, 1); });
+  EXPECT_NE(msg.find("data.shards is not set"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace sinklm
