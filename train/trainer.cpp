@@ -75,6 +75,22 @@ void check_same_model(const Config& now, const Config& saved, const std::string&
            saved.text(spec.key), "; resume with the run's original config");
 }
 
+// The tokenizer travels inside every checkpoint, so `sinklm stream`/`serve` find it there.
+std::vector<std::string> tokenizer_files(const std::string& tokenizer) {
+  if (tokenizer.empty()) return {};
+  if (!fs::exists(tokenizer)) fail("data.tokenizer ", tokenizer, ": no such file");
+  std::vector<std::string> files = {tokenizer};
+  if (fs::path(tokenizer).filename() == "vocab.json") files.push_back((fs::path(tokenizer).parent_path() / "merges.txt").string());
+  return files;
+}
+
+void copy_file_durable(const std::string& from, const std::string& to) {
+  std::ifstream in(from, std::ios::binary);
+  if (!in) fail(from, ": cannot read");
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  write_file_durable(to, bytes);
+}
+
 }  // namespace
 
 Trainer::Trainer(Config config, std::string run_dir, bool resume, const DistributedContext& context)
@@ -90,12 +106,16 @@ Trainer::Trainer(Config config, std::string run_dir, bool resume, const Distribu
   if (options_.seq_len > model_config_.max_position_embeddings)
     fail(config_.source(), ": train.seq_len (", options_.seq_len, ") exceeds model.max_position_embeddings (",
          model_config_.max_position_embeddings, ")");
+  tokenizer_files(config_.get_string("data.tokenizer"));  // a wrong path fails now, not at the first checkpoint
   int threads = options_.threads > 0 ? options_.threads
                                      : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / context.local_size());
   torch::set_num_threads(threads);
 
   model_ = GPTNeoXForCausalLM(model_config_);
   std::optional<std::string> checkpoint = resume ? newest_complete_checkpoint(run_dir_) : std::nullopt;
+  const std::string checkpoints = run_dir_ + "/checkpoints";
+  if (!resume && fs::is_directory(checkpoints) && !fs::is_empty(checkpoints))
+    fail(run_dir_, ": already holds checkpoints of a run; pass --resume to continue it, or choose another --out");
   if (checkpoint) {
     check_same_model(config_, load_checkpoint_config(*checkpoint), *checkpoint);
     load_model_tensors(*checkpoint, model_);
@@ -113,20 +133,7 @@ Trainer::Trainer(Config config, std::string run_dir, bool resume, const Distribu
     else synchronizer_ = std::make_unique<GradientSynchronizer>(*flat_, *communicator_, options_.bucket_bytes);
   }
 
-  LoaderOptions data;
-  data.seq_len = options_.seq_len;
-  data.global_batch = options_.global_batch_samples;
-  data.rank = context.rank();
-  data.world_size = context.world_size();
-  data.seed = options_.data_seed;
-  for (int64_t i = 0; i < model_config_.sink_count; ++i) data.sink_ids.push_back(model_config_.sink_token_id(i));
-  loader_ = std::make_unique<TokenLoader>(TokenLoader::open(options_.shards, Split::Train, data));
-  if (options_.validation_batches > 0) {
-    // Validation batches are global batches in file order: the same samples whatever the number of ranks.
-    data.shuffle = false;
-    validation_loader_ = std::make_unique<TokenLoader>(TokenLoader::open(options_.shards, Split::Validation, data));
-    validation_start_ = validation_loader_->cursor();
-  }
+  open_loaders();
   // Targets are the next tokens; a target that is a sink id (positions 1..k-1) is never predicted.
   targets_per_sample_ = options_.seq_len - std::max<int64_t>(1, model_config_.sink_count);
   ParameterCount params = count_parameters(model_config_);
@@ -136,18 +143,7 @@ Trainer::Trainer(Config config, std::string run_dir, bool resume, const Distribu
 
   if (checkpoint) restore(*checkpoint);
   if (context.is_root()) {
-    fs::create_directories(run_dir_);
-    write_file_durable(run_dir_ + "/config.yaml", config_.to_yaml());
-    // metrics.jsonl tells one history: records past the resumed step belong to the lost future.
-    std::vector<std::string> kept;
-    std::ifstream previous(run_dir_ + "/metrics.jsonl");
-    for (std::string line; std::getline(previous, line);) {
-      auto record = nlohmann::json::parse(line, nullptr, false);
-      if (!record.is_discarded() && record.value("step", INT64_MAX) <= first_step_) kept.push_back(line);
-    }
-    metrics_.open(run_dir_ + "/metrics.jsonl", std::ios::trunc);
-    for (const auto& line : kept) metrics_ << line << "\n";
-    metrics_.flush();
+    open_run_directory();
     std::cerr << "sinklm train: " << context.world_size() << " rank(s) on " << device_ << (bf16_ ? " (bf16 autocast)" : " (fp32)")
               << ", " << params.total << " parameters, " << options_.global_batch_samples << " x " << options_.seq_len
               << " tokens per step (" << options_.accumulation << " micro-steps of " << options_.micro_batch
@@ -157,6 +153,38 @@ Trainer::Trainer(Config config, std::string run_dir, bool resume, const Distribu
 }
 
 Trainer::~Trainer() = default;
+
+void Trainer::open_loaders() {
+  LoaderOptions data;
+  data.seq_len = options_.seq_len;
+  data.global_batch = options_.global_batch_samples;
+  data.rank = context_.rank();
+  data.world_size = context_.world_size();
+  data.seed = options_.data_seed;
+  for (int64_t i = 0; i < model_config_.sink_count; ++i) data.sink_ids.push_back(model_config_.sink_token_id(i));
+  loader_ = std::make_unique<TokenLoader>(TokenLoader::open(options_.shards, Split::Train, data));
+  if (options_.validation_batches > 0) {
+    // Validation batches are global batches in file order: the same samples whatever the number of ranks.
+    data.shuffle = false;
+    validation_loader_ = std::make_unique<TokenLoader>(TokenLoader::open(options_.shards, Split::Validation, data));
+    validation_start_ = validation_loader_->cursor();
+  }
+}
+
+void Trainer::open_run_directory() {
+  fs::create_directories(run_dir_);
+  write_file_durable(run_dir_ + "/config.yaml", config_.to_yaml());
+  // metrics.jsonl tells one history: records past the resumed step belong to the lost future.
+  std::vector<std::string> kept;
+  std::ifstream previous(run_dir_ + "/metrics.jsonl");
+  for (std::string line; std::getline(previous, line);) {
+    auto record = nlohmann::json::parse(line, nullptr, false);
+    if (!record.is_discarded() && record.value("step", INT64_MAX) <= first_step_) kept.push_back(line);
+  }
+  metrics_.open(run_dir_ + "/metrics.jsonl", std::ios::trunc);
+  for (const auto& line : kept) metrics_ << line << "\n";
+  metrics_.flush();
+}
 
 void Trainer::restore(const std::string& checkpoint_dir) {
   nlohmann::json state = read_trainer_state(checkpoint_dir);
@@ -224,13 +252,14 @@ Trainer::StepResult Trainer::train_step(int64_t step) {
   // Every micro-batch loss is divided by the global target count, so summing gradients over micro-steps and
   // ranks yields exactly the mean gradient of the global batch, whatever the number of ranks.
   const double global_targets = static_cast<double>(options_.global_batch_samples * targets_per_sample_);
-  double loss_sum = 0;
+  torch::Tensor summed_loss = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
   for (int64_t m = 0; m < options_.accumulation; ++m) {
     if (synchronizer_) synchronizer_->begin_backward(m == options_.accumulation - 1);
     auto loss = micro_batch_loss(ids.narrow(0, m * options_.micro_batch, options_.micro_batch));
     (loss / global_targets).backward();
-    loss_sum += loss.item<double>();
+    summed_loss += loss.detach();  // stays on the device: one host sync per step, not per micro-step
   }
+  double loss_sum = summed_loss.item<double>();
   if (step + 1 == options_.fault_step && options_.fault_action == FaultAction::Nan &&
       context_.rank() == options_.fault_rank) {
     loss_sum = std::nan("");
@@ -312,6 +341,8 @@ void Trainer::save_checkpoint(int64_t steps_done) {
                             {"loader", nlohmann::json::parse(loader_->cursor().to_json())}};
     writer->add_file("trainer_state.json",
                      [&](const std::string& path) { write_file_durable(path, state.dump(2) + "\n"); });
+    for (const auto& file : tokenizer_files(config_.get_string("data.tokenizer")))
+      writer->add_file(fs::path(file).filename().string(), [&](const std::string& path) { copy_file_durable(file, path); });
     for (int r = 0; r < context_.world_size(); ++r)
       if (sharded) writer->adopt_file("optimizer.rank" + std::to_string(r) + ".safetensors");
     if (!sharded) writer->adopt_file("optimizer.safetensors");

@@ -41,6 +41,8 @@ class Trainer {
     double loss = 0, grad_norm = 0, lr = 0;
     bool skipped = false;
   };
+  void open_loaders();
+  void open_run_directory();  // rank 0: config.yaml, metrics.jsonl (cut back to the resumed step)
   void restore(const std::string& checkpoint_dir);
   StepResult train_step(int64_t step);
   torch::Tensor batch_tensor(std::vector<uint32_t>& batch) const;

@@ -63,8 +63,8 @@ def train_command(out, shards, *extra):
     settings = ["model.vocab_size=1024", "model.tokenizer_vocab_size=1000", "model.hidden_size=64",
                 "model.num_heads=4", "model.num_layers=2", "model.intermediate_size=256", f"data.shards={shards}",
                 "train.steps=6", "train.seq_len=32", "train.global_batch_tokens=512", "train.micro_batch=4",
-                "train.eval_every=3", "train.checkpoint_every=2", "data.validation_batches=2", "train.lr=3e-3",
-                "train.threads=1", "train.collective_timeout_s=8", "train.bucket_mb=1"] + list(extra)
+                "train.eval_every=3", "train.checkpoint_every=2", "data.validation_batches=2", "train.lr=1e-3",
+                "train.threads=1", "train.collective_timeout_s=8", "train.bucket_mb=1", "train.log_every=1"] + list(extra)
     cmd = [SINKLM, "train", "--config", f"{SOURCE}/configs/tiny-sink.yaml", "--out", out]
     for s in settings:
         cmd += ["--set", s]
@@ -117,6 +117,9 @@ def main():
         check("2 ranks == 1 process (weights)", err <= 1e-5, f"max rel err {err:.2e}")
         diffs = [abs(x[1] - y[1]) for x, y in zip(losses(r("one")), losses(r("two"))) if x[1] is not None]
         check("2 ranks == 1 process (losses)", max(diffs) <= 1e-5, f"max loss diff {max(diffs):.2e}")
+
+        rc, out, _ = run(train_command(r("one"), shards))
+        check("a fresh run refuses a directory that holds checkpoints", rc == 2 and "pass --resume" in out, out[-200:])
 
         rc, out, _ = run(MPIRUN + train_command(r("zero"), shards, "train.zero=1"))
         check("ZeRO-1 run completes", rc == 0, out[-300:] if rc else "")
