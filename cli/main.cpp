@@ -1,5 +1,5 @@
 // The `sinklm` program: one binary, one subcommand per job. Each subcommand lives in its own module
-// (model/, data/, train/, serve/) and is listed here.
+// (model/, data/, train/, serve/, eval/) and is listed here.
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "data/commands.h"
+#include "eval/commands.h"
 #include "model/commands.h"
 #include "serve/commands.h"
 #include "train/commands.h"
@@ -34,6 +35,14 @@ const Subcommand kSubcommands[] = {
      sinklm::run_prepare_command},
     {"stream", "streaming perplexity of a long text through a KV cache policy (--compare: Table 3)",
      sinklm::run_stream_command},
+    {"serve", "OpenAI-compatible streaming HTTP server with sessions over sink+window KV caches",
+     sinklm::run_serve_command},
+    {"bench-decode", "decode latency and tokens/s of a cache policy (scripts/bench_serve runs the matrix)",
+     sinklm::run_bench_decode_command},
+    {"eval", "zero-shot benchmarks by log-likelihood (lm-eval semantics); build-tasks; --compare A B",
+     sinklm::run_eval_command},
+    {"analyze", "attention mass per layer and head on the sink and first tokens; heatmap PNGs",
+     sinklm::run_analyze_command},
 };
 
 void print_usage() {

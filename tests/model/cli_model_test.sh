@@ -4,13 +4,7 @@
 set -uo pipefail
 bin="${SINKLM_BIN:?}"; src="${SINKLM_SOURCE_DIR:?}"
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
-failed=0; passed=0
-expect() {  # expect <name> <expected exit code> <grep pattern> -- <command...>
-  local name="$1" code="$2" pattern="$3"; shift 4
-  local out; out="$("$@" 2>&1)"; local rc=$?
-  if [ "$rc" -eq "$code" ] && grep -qE -- "$pattern" <<<"$out"; then passed=$((passed+1)); echo "PASS $name"
-  else failed=$((failed+1)); echo "FAIL $name (exit $rc, wanted $code and /$pattern/):"; echo "$out" | head -20; fi
-}
+source "$src/tests/cli_expect.sh"
 
 expect "info pythia-160m prints the published count" 0 "parameters +162,322,944 total, 85,056,000 non-embedding" -- \
   "$bin" info "$src/configs/pythia-160m.yaml"
@@ -41,5 +35,4 @@ printf '\x01' | dd of="$work/ck/model.safetensors" bs=1 seek=5000 conv=notrunc s
 expect "flipped byte is caught" 2 "model.safetensors: sha256 mismatch" -- "$bin" forward --checkpoint "$work/ck" --ids "1 2"
 expect "missing checkpoint dir" 2 "not a checkpoint directory" -- "$bin" forward --checkpoint "$work/none" --ids "1"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+expect_summary

@@ -1,0 +1,198 @@
+// sinklm analyze: where attention goes (StreamingLLM, Figure 2 and the per-head view).
+//
+// The text is tokenized and cut into up to --segments consecutive segments of --tokens positions (sink
+// tokens of a `token` model first, as in training). Per segment, every layer's attention probabilities
+// (eval/attention_probe.h) give, per head, averaged over queries q >= T/2 ("far from the start") and over
+// segments:
+//   sink_token       mass on the sink token(s)                          (token models)
+//   first_positions  mass on each of the first k text positions
+//   implicit_sink    mass absorbed by the sink logit, 1 - sum of the row (softmax1 / logit models)
+// Output directory:
+//   heads.json                  {"checkpoint", "sink_mode", ..., "layers": [{"layer", "heads": [{"head",
+//                               "sink_token"?, "first_positions": [k], "implicit_sink"?}]}], "maps": [...]}
+//   analysis.md                 per layer: mean and largest head mass on the sink (token or logit; vanilla:
+//                               position 0), and on position 0
+//   sink_mass.png               layers (rows) x heads (columns) heatmap of that sink mass, 0..1
+//   attention_map_layer<L>.png  average over heads and segments of the first --map-tokens rows and columns
+//                               of layer L's attention map, 0..max of rows 1.. (row 0 is always [1]; grey:
+//                               masked, above the diagonal)
+#include <torch/torch.h>
+
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/args.h"
+#include "core/atomic_dir.h"
+#include "core/error.h"
+#include "eval/attention_probe.h"
+#include "eval/commands.h"
+#include "eval/heatmap.h"
+#include "eval/model_under_test.h"
+
+namespace sinklm {
+namespace {
+
+constexpr int kCellPixels = 24;
+
+std::vector<int64_t> chosen_layers(const std::string& list, int64_t num_layers) {
+  std::vector<int64_t> layers;
+  if (list.empty()) {  // first, second, middle, last
+    for (int64_t l : {int64_t{0}, int64_t{1}, num_layers / 2, num_layers - 1})
+      if (l < num_layers && std::find(layers.begin(), layers.end(), l) == layers.end()) layers.push_back(l);
+    return layers;
+  }
+  std::stringstream in(list);
+  for (std::string item; std::getline(in, item, ',');) {
+    int64_t l = -1;
+    try {
+      l = std::stoll(item);
+    } catch (...) {
+    }
+    if (l < 0 || l >= num_layers) fail("--layers: '", item, "' is not a layer index in [0, ", num_layers, ")");
+    layers.push_back(l);
+  }
+  return layers;
+}
+
+std::vector<int64_t> read_text_ids(const std::string& path, const TextCodec& codec) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("--text ", path, ": cannot open");
+  std::stringstream text;
+  text << in.rdbuf();
+  return codec.encode(text.str());
+}
+
+// Per-head statistics accumulated over segments. [L, H] and [L, H, k].
+struct HeadStats {
+  torch::Tensor sink_token, first_positions, implicit_sink;
+};
+
+}  // namespace
+
+int run_analyze_command(const std::vector<std::string>& argv) {
+  Args args("analyze", "--checkpoint DIR --text FILE --out DIR [--tokens N] [--segments S] [--first K] [--layers LIST]",
+            with_model_flags({{"text", "FILE", "UTF-8 text to analyse (held-out text, several segments long)"},
+                              {"out", "DIR", "output directory (heads.json, analysis.md, PNGs), replaced atomically"},
+                              {"tokens", "N", "positions per segment, sinks included (default min(256, context))"},
+                              {"segments", "S", "segments averaged over (default 8)"},
+                              {"first", "K", "first text positions reported per head (default 4)"},
+                              {"layers", "LIST", "layers with an attention-map PNG (default 0,1,middle,last)"},
+                              {"map-tokens", "M", "rows and columns of the attention-map PNGs (default 16)"}}),
+            argv);
+  if (args.help_requested()) {
+    std::cout << args.usage();
+    return 0;
+  }
+  ModelUnderTest m = load_model_under_test(args);
+  const ModelConfig& c = m.loaded.model->config();
+  const int64_t sinks = c.sink_count, L = c.num_layers, H = c.num_heads;
+  const int64_t T = args.get_int("tokens", std::min<int64_t>(256, c.max_position_embeddings));
+  const int64_t k = args.get_int("first", 4), max_segments = args.get_int("segments", 8);
+  const int64_t M = std::min<int64_t>(args.get_int("map-tokens", 16), T);
+  if (T > c.max_position_embeddings || T < sinks + k + 2)
+    fail("--tokens ", T, ": must be in [", sinks + k + 2, ", ", c.max_position_embeddings,
+         "] (sinks + --first + 2 .. context)");
+  const std::vector<int64_t> map_layers = chosen_layers(args.get("layers"), L);
+  const std::vector<int64_t> text = read_text_ids(args.require("text"), *m.codec);
+  const int64_t per_segment = T - sinks, segments = std::min<int64_t>(max_segments, text.size() / per_segment);
+  if (segments < 1)
+    fail("--text ", args.get("text"), ": ", text.size(), " tokens, fewer than one segment of ", per_segment,
+         " (lower --tokens or give more text)");
+
+  const torch::Device device = m.loaded.model->embed_out->weight.device();
+  const int64_t far = T / 2;  // queries far from the start: the second half of each segment
+  HeadStats stats{torch::zeros({L, H}), torch::zeros({L, H, k}), torch::zeros({L, H})};
+  std::vector<torch::Tensor> maps(L);  // [M, M] averaged over heads, summed over segments
+  for (int64_t s = 0; s < segments; ++s) {
+    std::vector<int64_t> ids;
+    for (int64_t i = 0; i < sinks; ++i) ids.push_back(c.sink_token_id(i));
+    ids.insert(ids.end(), text.begin() + s * per_segment, text.begin() + (s + 1) * per_segment);
+    auto probs = attention_probabilities(m.loaded.model, torch::tensor(ids, torch::kInt64).unsqueeze(0).to(device));
+    for (int64_t l = 0; l < L; ++l) {
+      auto far_rows = probs[l].narrow(1, far, T - far);  // [H, Q, T]
+      if (sinks > 0) stats.sink_token[l] += far_rows.narrow(2, 0, sinks).sum(2).mean(1);
+      stats.first_positions[l] += far_rows.narrow(2, sinks, k).mean(1);
+      stats.implicit_sink[l] += (1 - far_rows.sum(2)).mean(1);
+      auto map = probs[l].narrow(1, 0, M).narrow(2, 0, M).mean(0);
+      maps[l] = maps[l].defined() ? maps[l] + map : map;
+    }
+  }
+  for (auto* t : {&stats.sink_token, &stats.first_positions, &stats.implicit_sink}) *t /= double(segments);
+  const bool explicit_sink = c.sink_mode == SinkMode::Token;
+  const bool implicit_sink = c.sink_mode == SinkMode::Softmax1 || c.sink_mode == SinkMode::Logit;
+  // The mass a reader looks for first: on the sink token, on the sink logit, or (vanilla) on position 0.
+  const torch::Tensor position0 = stats.first_positions.select(2, 0);  // [L, H]
+  const torch::Tensor headline = (explicit_sink   ? stats.sink_token
+                                  : implicit_sink ? stats.implicit_sink
+                                                  : position0)
+                                     .contiguous();
+  const std::string headline_name = explicit_sink ? "sink token" : implicit_sink ? "sink logit" : "position 0";
+  const bool sink_is_not_text = explicit_sink || implicit_sink;
+
+  nlohmann::json report = {{"checkpoint", m.checkpoint}, {"sink_mode", sink_mode_name(c.sink_mode)},
+                           {"sink_count", sinks},        {"tokenizer", m.codec->description()},
+                           {"text", args.get("text")},   {"tokens_per_segment", T},
+                           {"segments", segments},       {"first_k", k},
+                           {"queries", {far, T}},        {"layers", nlohmann::json::array()}};
+  std::ostringstream md;
+  md << "Attention analysis of " << m.checkpoint << " (" << sink_mode_name(c.sink_mode) << " sink), " << segments
+     << " segments of " << T << " positions, queries " << far << ".." << T - 1 << ".\n\n"
+     << "| layer | mean mass on " << headline_name << " | largest head | head"
+     << (sink_is_not_text ? " | mean mass on position 0" : "") << " |\n|---:|---:|---:|---:|"
+     << (sink_is_not_text ? "---:|" : "") << "\n";
+  for (int64_t l = 0; l < L; ++l) {
+    nlohmann::json heads = nlohmann::json::array();
+    for (int64_t h = 0; h < H; ++h) {
+      nlohmann::json head = {{"head", h}};
+      if (explicit_sink) head["sink_token"] = stats.sink_token[l][h].item<double>();
+      head["first_positions"] = std::vector<double>(stats.first_positions[l][h].data_ptr<float>(),
+                                                    stats.first_positions[l][h].data_ptr<float>() + k);
+      if (implicit_sink) head["implicit_sink"] = stats.implicit_sink[l][h].item<double>();
+      heads.push_back(head);
+    }
+    report["layers"].push_back({{"layer", l}, {"heads", heads}});
+    char row[160];
+    std::snprintf(row, sizeof row, "| %lld | %.3f | %.3f | %lld |", static_cast<long long>(l),
+                  headline[l].mean().item<double>(), headline[l].max().item<double>(),
+                  static_cast<long long>(headline[l].argmax().item<int64_t>()));
+    md << row;
+    if (sink_is_not_text) {
+      std::snprintf(row, sizeof row, " %.3f |", position0[l].mean().item<double>());
+      md << row;
+    }
+    md << "\n";
+  }
+
+  AtomicDirWriter writer(args.require("out"));
+  std::vector<float> sink_mass(headline.data_ptr<float>(), headline.data_ptr<float>() + L * H);
+  write_png(writer.staging_path("sink_mass.png"), render_heatmap(sink_mass, L, H, 0.0, 1.0, kCellPixels));
+  report["sink_mass_png"] = {{"file", "sink_mass.png"},
+                             {"rows", "layers"},
+                             {"columns", "heads"},
+                             {"range", {0, 1}},
+                             {"value", "mass on the " + headline_name}};
+  md << "\nsink_mass.png: layers (rows, top = 0) x heads (columns), 0 (purple) .. 1 (yellow).\n";
+  for (int64_t l : map_layers) {
+    auto map = maps[l] / double(segments);
+    map = map.masked_fill(torch::ones({M, M}, torch::kBool).triu(1), std::nanf(""));
+    // Query 0 sees only key 0 (probability 1); the colour range follows the other rows, so row 0 saturates.
+    const double high =
+        std::max(1e-6, map.narrow(0, M > 1 ? 1 : 0, M > 1 ? M - 1 : 1).nan_to_num(0).max().item<double>());
+    std::vector<float> values(map.data_ptr<float>(), map.data_ptr<float>() + M * M);
+    const std::string file = str("attention_map_layer", l, ".png");
+    write_png(writer.staging_path(file), render_heatmap(values, M, M, 0.0, high, kCellPixels));
+    report["maps"].push_back({{"layer", l}, {"file", file}, {"size", M}, {"range", {0, high}}});
+    md << "\n"
+       << file << ": layer " << l << ", average over heads, queries (rows) x keys (columns) 0.." << M - 1 << ", 0 .. "
+       << high << "\n";
+  }
+  write_file_durable(writer.staging_path("heads.json"), report.dump(2) + "\n");
+  write_file_durable(writer.staging_path("analysis.md"), md.str());
+  writer.commit();
+  std::cout << md.str();
+  return 0;
+}
+
+}  // namespace sinklm

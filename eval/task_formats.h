@@ -1,0 +1,55 @@
+// Zero-shot tasks as lm-evaluation-harness (v0.4) poses them: each document becomes log-likelihood requests
+// (context, continuation), scored by the model; metrics come from the per-request scores.
+//
+// Files: <data>/<task>.jsonl, one document per line with the Hugging Face datasets field names:
+//   arc_challenge, arc_easy   {"id", "question", "choices": {"text": [..], "label": [..]}, "answerKey"}
+//   hellaswag                 {"activity_label", "ctx_a", "ctx_b", "endings": [4], "label": "0".."3", ...}
+//   lambada_openai            {"text"}
+//   openbookqa                {"id", "question_stem", "choices": {"text", "label"}, "answerKey"}
+//   piqa                      {"goal", "sol1", "sol2", "label": 0|1}
+//   winogrande                {"sentence" (one "_"), "option1", "option2", "answer": "1"|"2"}
+// and the proxies written by `sinklm eval build-tasks` (eval/proxy_tasks.h):
+//   proxy_lambada (lambada format), proxy_hellaswag (hellaswag format), proxy_definitions (ARC format).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sinklm {
+
+struct LoglikelihoodRequest {
+  std::string context;
+  std::string continuation;
+};
+
+enum class TaskScoring {
+  MultipleChoice,  // one request per choice, same context: acc (summed log-prob) and acc_norm (per character)
+  PartialScoring,  // Winogrande: one request per option filled into the context, same continuation: acc
+  LastWord,        // LAMBADA: one request; acc = continuation is the greedy decode, perplexity of the word
+};
+
+struct TaskDocument {
+  std::vector<LoglikelihoodRequest> requests;  // one per choice (LastWord: exactly one)
+  std::vector<std::string> choices;            // MultipleChoice: the choice texts that normalise acc_norm
+  int gold = 0;                                // index of the correct request
+};
+
+struct ZeroShotTask {
+  std::string name;
+  std::string file;
+  TaskScoring scoring = TaskScoring::MultipleChoice;
+  bool proxy = false;  // derived from sinklm's held-out corpus, not the official data set
+  std::vector<TaskDocument> docs;
+};
+
+// Every task name `--tasks` accepts, official first.
+const std::vector<std::string>& known_task_names();
+std::string task_file(const std::string& data_dir, const std::string& task);
+
+// The first `limit` documents (0 = all) of <data_dir>/<task>.jsonl. UserError naming file:line and field.
+ZeroShotTask load_task(const std::string& task, const std::string& data_dir, int64_t limit);
+
+// lm-eval's HellaSwag text cleanup: strip, " [title]" -> ". ", drop "[...]" spans, "  " -> " ".
+std::string hellaswag_preprocess(const std::string& text);
+
+}  // namespace sinklm

@@ -1,0 +1,150 @@
+"""Write report.md for a scripts/compare run directory (stdout): training, streaming perplexity in the shape of
+StreamingLLM's Table 3, zero-shot proxy tasks, attention-sink analysis, each beside the paper's figures."""
+import json
+import os
+import sys
+
+PAPER_STREAM = {"Vanilla": ["27.87", "18.49", "18.05", "18.05"], "Zero Sink": ["29214", "19.90", "18.27", "18.01"],
+                "Learnable Sink": ["1235", "18.01", "18.01", "18.02"]}
+PAPER_ZERO_SHOT = [("Vanilla", [18.6, 45.2, 29.4, 39.6, 16.0, 62.2, 50.1]),
+                   ("+ Sink token", [19.6, 45.6, 29.8, 39.9, 16.6, 62.6, 50.8])]
+
+
+def load(path):
+    return json.load(open(path)) if os.path.exists(path) else None
+
+
+def training_rows(runs):
+    print("| run | steps | tokens | final train loss | final validation loss |")
+    print("|---|---|---|---|---|")
+    for run in runs:
+        rows = [json.loads(line) for line in open(os.path.join(run, "metrics.jsonl"))]
+        train = [r for r in rows if "loss" in r]
+        val = [r for r in rows if "val_loss" in r]
+        last_val = f"{val[-1]['val_loss']:.4f}" if val else "-"
+        print(f"| {os.path.basename(run)} | {train[-1]['step']} | {int(train[-1]['tokens']):,} | "
+              f"{train[-1]['loss']:.4f} | {last_val} |")
+
+
+def streaming(out, names, window):
+    header = None
+    lines = []
+    for name in names:
+        summary = load(f"{out}/stream-{name}.json")
+        full = load(f"{out}/stream-{name}-full.json")
+        if not summary:
+            continue
+        runs = summary["runs"]
+        header = [r["config"] for r in runs]
+        full_ppl = f"{full['runs'][0]['ppl']:.2f}" if full else "-"
+        lines.append(f"| {name} ({summary['sink_mode']}) | " + " | ".join(f"{r['ppl']:.2f}" for r in runs) +
+                     f" | {full_ppl} |")
+        tokens = runs[0]["scored_tokens"]
+    if not header:
+        print("(no streaming results)")
+        return
+    print(f"Perplexity over {tokens:,} held-out tokens streamed through a {window}-entry cache (S+R: S sinks kept,"
+          f" R most recent; positions inside the cache). `full` keeps every token (dense attention, positions "
+          f"far past the trained length).\n")
+    print("| model | " + " | ".join(header) + " | full |")
+    print("|---" * (len(header) + 2) + "|")
+    for line in lines:
+        print(line)
+    print("\nStreamingLLM, Table 3 (160M models, cache 1024, first PG19 book):\n")
+    print("| model | 0+1024 | 1+1023 | 2+1022 | 4+1020 |")
+    print("|---|---|---|---|---|")
+    for model, values in PAPER_STREAM.items():
+        print(f"| {model} | " + " | ".join(values) + " |")
+
+
+def zero_shot(out, names):
+    results = {n: load(f"{out}/eval-{n}.json") for n in names}
+    results = {n: r for n, r in results.items() if r}
+    if not results:
+        print("(no zero-shot results)")
+        return
+    keys = []
+    for r in results.values():
+        for item in r["results"]:
+            if (item["task"], item["metric"]) not in keys:
+                keys.append((item["task"], item["metric"]))
+    print("Proxy tasks built by `sinklm eval build-tasks` from held-out corpus documents (not the official "
+          "benchmarks, which cannot be fetched here); accuracy in %, ± standard error.\n")
+    print("| task (proxy) | metric | n | " + " | ".join(results) + " |")
+    print("|---|---|---" + "|---" * len(results) + "|")
+    for task, metric in keys:
+        cells, n = [], "-"
+        for r in results.values():
+            item = next((i for i in r["results"] if i["task"] == task and i["metric"] == metric), None)
+            if item is None:
+                cells.append("-")
+                continue
+            n = item["n"]
+            scale = 100 if metric.startswith("acc") else 1
+            cells.append(f"{scale * item['value']:.2f} ± {scale * item['stderr']:.2f}")
+        print(f"| {task} | {metric} | {n} | " + " | ".join(cells) + " |")
+    print("\nStreamingLLM, Table 4 (official sets, 160M models):\n")
+    print("| model | ARC-c | ARC-e | HellaSwag | LAMBADA | OBQA | PIQA | Winogrande |")
+    print("|---|---|---|---|---|---|---|---|")
+    for model, values in PAPER_ZERO_SHOT:
+        print(f"| {model} | " + " | ".join(f"{v:.1f}" for v in values) + " |")
+
+
+def sink_mass(head, mode):
+    if "sink_token" in head:
+        return head["sink_token"]
+    if "implicit_sink" in head:
+        return head["implicit_sink"]
+    return head["first_positions"][0]
+
+
+def attention(out, names):
+    print("Attention mass of queries far from the start, per layer: the mean over heads and the largest head, on "
+          "the sink token (token models) or on the first text position (vanilla), and on the first text "
+          "position.\n")
+    print("| model | layer | sink: mean head | sink: top head | first text position: mean head |")
+    print("|---|---|---|---|---|")
+    for name in names:
+        heads = load(f"{out}/analyze-{name}/heads.json")
+        if not heads:
+            continue
+        mode = heads.get("sink_mode", "")
+        for layer in heads["layers"]:
+            masses = [sink_mass(h, mode) for h in layer["heads"]]
+            first = [h["first_positions"][0] for h in layer["heads"]]
+            print(f"| {name} | {layer['layer']} | {sum(masses) / len(masses):.3f} | {max(masses):.3f} | "
+                  f"{sum(first) / len(first):.3f} |")
+    print()
+    for name in names:
+        directory = f"analyze-{name}"
+        if os.path.exists(f"{out}/{directory}/sink_mass.png"):
+            print(f"**{name}**: sink mass per layer and head ![{name} sink mass]({directory}/sink_mass.png)")
+            maps = sorted(f for f in os.listdir(f"{out}/{directory}") if f.startswith("attention_map_layer"))
+            print(" ".join(f"![{name} {m}]({directory}/{m})" for m in maps))
+            print()
+
+
+def main():
+    out, preset, window, runs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+    names = [os.path.basename(r) for r in runs]
+    corpus = load(f"{out}/corpus/manifest.json") or {}
+    shards = load(f"{out}/shards/manifest.json") or {}
+    print(f"# sinklm comparison: `{preset}`, {', '.join(names)}\n")
+    splits = shards.get("splits", {})
+    print(f"Data: {', '.join(s.get('name', '?') for s in corpus.get('sources', []))} from Debian packages; "
+          f"tokenizer: {shards.get('tokenizer', '?')}; train {splits.get('train', {}).get('tokens', 0):,} tokens, "
+          f"held-out test {splits.get('test', {}).get('tokens', 0):,} tokens. Same size, data, schedule and seed "
+          f"for every model.\n")
+    print("## Training\n")
+    training_rows(runs)
+    print("\n![loss curves](loss.png)\n")
+    print("## Streaming perplexity\n")
+    streaming(out, names, window)
+    print("\n## Zero-shot (proxy tasks)\n")
+    zero_shot(out, names)
+    print("\n## Where attention goes\n")
+    attention(out, names)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+// sinklm bench-decode: per-token decode latency and throughput of K streams decoding together through one
+// cache policy, starting at stream position P (the cache is filled, then moved to P without streaming
+// P tokens, unless --stream-all). Prints one JSON object. scripts/bench_serve runs the matrix.
+#include <sys/resource.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "core/args.h"
+#include "core/error.h"
+#include "model/checkpoint.h"
+#include "serve/cached_decoder.h"
+#include "serve/command_options.h"
+#include "serve/commands.h"
+
+namespace sinklm {
+namespace {
+
+double peak_rss_mib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss / 1024.0;
+}
+
+std::vector<int64_t> random_text(int64_t count, int64_t vocab) {
+  auto t = torch::randint(0, vocab, {count}, torch::TensorOptions().dtype(torch::kInt64));
+  return {t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + count};
+}
+
+// A stream of the policy positioned at `start`: its cache filled with real entries (streamed through the
+// model), then placed at `start` through a snapshot (the entries the policy holds are the same either way).
+std::unique_ptr<DecoderStream> positioned_stream(CachedDecoder& decoder, std::shared_ptr<const KvCachePolicy> policy,
+                                                 PositionRule rule, int64_t start, bool stream_all, int64_t chunk) {
+  const auto& model = decoder.config();
+  const int64_t fill = stream_all ? start : std::min(start, policy->budget());
+  auto ids = random_text(fill, model.tokenizer_vocab_size);
+  if (policy->recomputes()) {  // no KV: the held tokens are the whole state
+    CacheSnapshot snapshot;
+    snapshot.stream_length = start;
+    auto held = random_text(policy->entries_after(start), model.tokenizer_vocab_size);
+    return std::make_unique<DecoderStream>(policy, rule, KeyRotation::Relative, model, decoder.device(),
+                                           snapshot, held);
+  }
+  auto stream = std::make_unique<DecoderStream>(policy, rule, KeyRotation::Relative, model, decoder.device());
+  for (int64_t at = 0; at < fill;) {
+    const int64_t take = std::min(stream->max_chunk(chunk), fill - at);
+    decoder.step({{stream.get(), std::vector<int64_t>(ids.begin() + at, ids.begin() + at + take)}});
+    at += take;
+  }
+  if (fill == start) return stream;
+  CacheSnapshot snapshot = stream->snapshot();
+  snapshot.stream_length = start;
+  std::vector<int64_t> held(stream->held_tokens().begin(), stream->held_tokens().end());
+  return std::make_unique<DecoderStream>(policy, rule, KeyRotation::Relative, model, decoder.device(),
+                                         snapshot, held);
+}
+
+}  // namespace
+
+int run_bench_decode_command(const std::vector<std::string>& argv) {
+  Args args("bench-decode", "--checkpoint DIR [--cache sink_window] [--window W] [--streams K] [--start-position P]",
+            with_flags({{"checkpoint", "DIR", "checkpoint directory (full: --window is raised to hold the run)"},
+             {"streams", "K", "streams decoding together in one batch (default 1)"},
+             {"start-position", "P", "stream position decoding starts at (default: the window)"},
+             {"stream-all", "", "stream all P tokens through the cache first (for memory vs stream length)"},
+             {"decode", "N", "tokens decoded per stream (default 64)"},
+             {"warmup", "N", "untimed decode steps first (default 4)"},
+             {"chunk", "N", "prefill chunk (default 256)"}},
+                       {cache_flags(), runtime_flags()}),
+            argv);
+  if (args.help_requested()) {
+    std::cout << args.usage();
+    return 0;
+  }
+  torch::manual_seed(0);
+  const torch::Device device = apply_runtime_options(args);
+  auto loaded = load_checkpoint(args.require("checkpoint"), device);
+  CachedDecoder decoder(loaded.model);
+  const auto& model = decoder.config();
+  c10::InferenceMode inference;
+
+  CacheOptions cache = cache_options(args);
+  const int64_t streams = args.get_int("streams", 1), decode = args.get_int("decode", 64), warmup = args.get_int("warmup", 4);
+  const int64_t start = args.get_int("start-position", cache.window);
+  if (streams < 1 || decode < 1 || warmup < 0 || start < 1) fail("--streams, --decode, --start-position must be >= 1");
+  const int64_t cache_size = cache.window;
+  if (cache.policy == "full") cache.window = start + warmup + decode;
+  std::shared_ptr<const KvCachePolicy> policy = make_cache_policy(cache, model, "--cache/--window/--sinks");
+
+  std::vector<std::unique_ptr<DecoderStream>> owned;
+  for (int64_t i = 0; i < streams; ++i)
+    owned.push_back(positioned_stream(decoder, policy, cache.positions, start, args.has("stream-all"), args.get_int("chunk", 256)));
+  std::vector<int64_t> next(streams, 1);
+  std::vector<double> step_ms;
+  auto sync = [&] {
+    if (device.is_cuda()) torch::cuda::synchronize();
+  };
+  for (int64_t s = 0; s < warmup + decode; ++s) {
+    std::vector<StreamChunk> chunks;
+    for (int64_t i = 0; i < streams; ++i) chunks.push_back({owned[i].get(), {next[i]}});
+    sync();
+    const auto t0 = std::chrono::steady_clock::now();
+    auto logits = decoder.step(chunks);
+    for (int64_t i = 0; i < streams; ++i) next[i] = logits[i][0].narrow(0, 0, model.tokenizer_vocab_size).argmax().item<int64_t>();
+    sync();
+    if (s >= warmup) step_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::vector<double> sorted = step_ms;
+  std::sort(sorted.begin(), sorted.end());
+  double total_ms = 0;
+  for (double ms : step_ms) total_ms += ms;
+  nlohmann::json out = {{"cache", policy->name()}, {"config", policy->label()}, {"cache_size", cache_size},
+                        {"streams", streams}, {"start_position", start}, {"decoded_per_stream", decode},
+                        {"median_step_ms", sorted[sorted.size() / 2]}, {"mean_step_ms", total_ms / step_ms.size()},
+                        {"tokens_per_second", streams * decode / (total_ms / 1000.0)},
+                        {"kv_entries", owned[0]->entries()}, {"peak_rss_mib", peak_rss_mib()},
+                        {"threads", torch::get_num_threads()}, {"device", device.str()}};
+  std::cout << out.dump() << "\n";
+  return 0;
+}
+
+}  // namespace sinklm

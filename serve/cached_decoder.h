@@ -1,0 +1,78 @@
+// Forward passes of many token streams at once through their KV caches (continuous batching).
+//
+// Each DecoderStream owns its cache policy, position rule and cache. CachedDecoder::step() takes one chunk
+// of new ids per participating stream, runs the token-wise parts of every layer (LayerNorms, projections,
+// MLP) as one batch over all chunks, and the attention per stream against that stream's cache. Streams join
+// and leave between steps simply by being passed or not. Recompute streams keep no KV: each of their tokens
+// re-encodes the held tokens from scratch (the baseline StreamingLLM is measured against).
+#pragma once
+#include <torch/types.h>
+
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "model/gpt_neox.h"
+#include "serve/stream_cache.h"
+
+namespace sinklm {
+
+class DecoderStream {
+ public:
+  DecoderStream(std::shared_ptr<const KvCachePolicy> policy, PositionRule rule, KeyRotation rotation,
+                const ModelConfig& model, torch::Device device);
+  // Resumes a stream from its snapshot and the ids at its held positions.
+  DecoderStream(std::shared_ptr<const KvCachePolicy> policy, PositionRule rule, KeyRotation rotation,
+                const ModelConfig& model, torch::Device device, const CacheSnapshot& snapshot,
+                std::vector<int64_t> held_tokens);
+
+  int64_t length() const { return length_; }  // tokens streamed so far
+  // KV entries held (recompute: tokens held), counted from storage; never above policy().budget().
+  int64_t entries() const;
+  int64_t cache_allocated_entries() const;  // storage slots allocated (recompute: tokens held)
+  const KvCachePolicy& policy() const { return *policy_; }
+  PositionRule position_rule() const { return rule_; }
+  std::shared_ptr<const KvCachePolicy> shared_policy() const { return policy_; }
+  // The ids at the held positions (sinks, then the recent run), as the cache holds them.
+  const std::deque<int64_t>& held_tokens() const { return held_tokens_; }
+  CacheSnapshot snapshot() const;  // recompute: an empty cache snapshot with the stream length
+  // The longest chunk the next step accepts (recompute streams take any).
+  int64_t max_chunk(int64_t preferred) const;
+
+ private:
+  friend class CachedDecoder;
+  void record(const std::vector<int64_t>& ids);  // after a chunk: advance length and held tokens
+
+  std::shared_ptr<const KvCachePolicy> policy_;
+  PositionRule rule_;
+  std::unique_ptr<StreamCache> cache_;  // null for recompute
+  std::deque<int64_t> held_tokens_;
+  int64_t length_ = 0;
+};
+
+struct StreamChunk {
+  DecoderStream* stream;
+  std::vector<int64_t> ids;  // 1 <= size <= stream->max_chunk(size)
+};
+
+enum class LogitsWanted { Last, All };
+
+class CachedDecoder {
+ public:
+  explicit CachedDecoder(GPTNeoXForCausalLM model);
+
+  // Appends each chunk to its stream. Returns per chunk float32 logits [T, V] (All) or [1, V] (Last).
+  std::vector<torch::Tensor> step(const std::vector<StreamChunk>& chunks, LogitsWanted wanted = LogitsWanted::Last);
+
+  const ModelConfig& config() const { return model_->config(); }
+  GPTNeoXForCausalLM& model() { return model_; }
+  torch::Device device() const;
+
+ private:
+  std::vector<torch::Tensor> cached_step(const std::vector<StreamChunk>& chunks, LogitsWanted wanted);
+  torch::Tensor recompute_step(const StreamChunk& chunk, LogitsWanted wanted);
+
+  GPTNeoXForCausalLM model_;
+};
+
+}  // namespace sinklm

@@ -1,0 +1,62 @@
+#include "serve/generation_worker.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+
+namespace sinklm {
+
+GenerationWorker::GenerationWorker(CachedDecoder& decoder, int64_t prefill_chunk, ServerMetrics& metrics)
+    : engine_(decoder, prefill_chunk), metrics_(metrics), thread_([this] { run(); }) {}
+
+GenerationWorker::~GenerationWorker() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void GenerationWorker::submit(std::shared_ptr<Generation> generation) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(std::move(generation));
+  }
+  wake_.notify_all();
+}
+
+int64_t GenerationWorker::load() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<int64_t>(queue_.size()) + running_;
+}
+
+void GenerationWorker::run() {
+  c10::InferenceMode inference;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || engine_.active() > 0; });
+      while (!queue_.empty()) {
+        if (stopping_) queue_.front()->abort("the server is shutting down");
+        else engine_.add(queue_.front());
+        queue_.pop_front();
+      }
+      if (stopping_ && engine_.active() == 0) return;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      engine_.step();
+    } catch (const std::exception& e) {
+      engine_.abort_all(e.what());
+    }
+    metrics_.step_seconds.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    std::lock_guard<std::mutex> lock(mutex_);
+    running_ = engine_.active();
+    metrics_.active_streams = running_;
+    metrics_.active_kv_entries = engine_.kv_entries();
+    if (stopping_) engine_.abort_all("the server is shutting down");
+  }
+}
+
+}  // namespace sinklm

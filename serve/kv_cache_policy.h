@@ -1,0 +1,95 @@
+// KV cache policies: which entries of an endless token stream a cache keeps. Every policy keeps the same
+// shape of set, "S sinks + R recent": the entries at stream positions 0..S-1 (never evicted) and the R most
+// recent ones (a contiguous run of the stream). The budget W = S + R is the most entries ever held, counting
+// the token being appended: the new token attends to at most W entries including itself.
+//
+//   full         S = 0, R = limit; refuses (UserError) to go past the limit instead of evicting
+//   window       S = 0, R = W
+//   sink_window  S sinks + R = W - S recent (S = 0 is window)
+//   recompute    the same set of tokens, but no KV is kept: each new token re-encodes the held tokens
+//
+// Positions seen by attention are a separate choice (PositionRule), see serve/stream_cache.h.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/model_config.h"
+
+namespace sinklm {
+
+// cache: the i-th held entry sits at position i and the query at the number of entries before it (the
+// StreamingLLM rule); stream: every token keeps its position in the stream.
+enum class PositionRule { Cache, Stream };
+
+class KvCachePolicy {
+ public:
+  virtual ~KvCachePolicy() = default;
+  virtual std::string name() const = 0;
+  virtual bool recomputes() const { return false; }
+  // Called before `count` tokens are appended to a stream of `stream_length`; FullCache refuses past its limit.
+  virtual void check_append(int64_t stream_length, int64_t count) const;
+
+  int64_t sinks() const { return sinks_; }
+  int64_t recent_capacity() const { return recent_; }
+  int64_t budget() const { return sinks_ + recent_; }
+
+  // Entries held once a stream has `stream_length` tokens: min(S, n) + min(n - min(S, n), R).
+  int64_t entries_after(int64_t stream_length) const;
+  // Their stream positions in cache order (ascending).
+  std::vector<int64_t> held_positions(int64_t stream_length) const;
+  // Index of stream token t inside the cache at the step that appends it: min(t, W - 1).
+  int64_t cache_position(int64_t t) const { return t < budget() - 1 ? t : budget() - 1; }
+  // "4+1020"-style label.
+  std::string label() const;
+
+ protected:
+  KvCachePolicy(int64_t sinks, int64_t recent);
+
+ private:
+  int64_t sinks_, recent_;
+};
+
+class SinkWindowCache : public KvCachePolicy {
+ public:
+  SinkWindowCache(int64_t sinks, int64_t window);
+  std::string name() const override { return "sink_window"; }
+};
+
+class WindowCache : public KvCachePolicy {
+ public:
+  explicit WindowCache(int64_t window);
+  std::string name() const override { return "window"; }
+};
+
+class FullCache : public KvCachePolicy {
+ public:
+  explicit FullCache(int64_t limit);
+  std::string name() const override { return "full"; }
+  void check_append(int64_t stream_length, int64_t count) const override;
+};
+
+class RecomputeCache : public KvCachePolicy {
+ public:
+  RecomputeCache(int64_t sinks, int64_t window);
+  std::string name() const override { return "recompute"; }
+  bool recomputes() const override { return true; }
+};
+
+struct CacheOptions {
+  std::string policy = "sink_window";  // full | window | sink_window | recompute
+  int64_t window = 1024;               // W (full: the limit)
+  int64_t sinks = -1;                  // S; -1 = the model's default (default_sinks)
+  PositionRule positions = PositionRule::Cache;
+};
+
+// The model's sink-token count for `token` models, else 4 (the paper's default).
+int64_t default_sinks(const ModelConfig& model);
+// UserError naming `field` (e.g. "--cache") and listing the choices.
+std::unique_ptr<KvCachePolicy> make_cache_policy(const CacheOptions& options, const ModelConfig& model,
+                                                 const std::string& field = "cache");
+PositionRule parse_position_rule(const std::string& text, const std::string& field = "positions");
+const char* position_rule_name(PositionRule rule);
+
+}  // namespace sinklm

@@ -1,0 +1,50 @@
+// The OpenAI-compatible HTTP server over sinklm's token streams.
+//
+//   POST /v1/completions        {"prompt": "...", "max_tokens", "temperature", "top_p", "top_k", "seed",
+//                                "stop", "stream", "session"}
+//   POST /v1/chat/completions   {"messages": [{"role": "system"|"user"|"assistant", "content": "..."}], ...}
+//   POST /v1/sessions           -> {"id": "sess_..."}; DELETE /v1/sessions/{id}
+//   GET  /v1/models, GET /health, GET /metrics (Prometheus text)
+//
+// `stream: true` answers with server-sent events (`data: {json}` chunks, then `data: [DONE]`). A `session`
+// (body field or X-Session-Id header) continues one conversation's stream: its KV cache stays between
+// requests (send only the new text / messages), so a chat goes on indefinitely in constant memory.
+// Chat template for plain language models: every message becomes "<Role>: <content>\n" (System, User,
+// Assistant), then "Assistant:" prompts the reply; "\nUser:" is always a stop string.
+// Every bad request gets a 4xx with {"error": {"message", "type", "param", "code"}}; others keep being served.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "serve/session_store.h"
+#include "serve/text_codec.h"
+
+namespace sinklm {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8000;  // 0 = any free port
+  std::string model_name = "sinklm";
+  std::string api_key;  // "" = no authentication
+  size_t max_body_bytes = 1 << 20;
+  int64_t max_prompt_tokens = 16384;
+  int64_t max_tokens_limit = 4096;  // the largest max_tokens a request may ask for
+  int64_t max_concurrent = 64;      // generations queued or running
+  int64_t prefill_chunk = 256;
+  int http_threads = 64;
+};
+
+class OpenAiServer {
+ public:
+  OpenAiServer(ServerOptions options, CachedDecoder& decoder, const TextCodec& codec, SessionStore& sessions);
+  ~OpenAiServer();
+  int bind();   // returns the port
+  void run();   // serves until stop()
+  void stop();  // thread-safe
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sinklm

@@ -1,0 +1,17 @@
+// A bad request, with the HTTP status and OpenAI error type/code it maps to. Other UserErrors thrown while
+// handling a request are 400 invalid_request_error.
+#pragma once
+#include <string>
+
+#include "core/error.h"
+
+namespace sinklm {
+
+struct RequestError : UserError {
+  RequestError(int status, std::string code, const std::string& message)
+      : UserError(message), status(status), code(std::move(code)) {}
+  int status;
+  std::string code;  // e.g. "session_not_found", "rate_limit_exceeded"
+};
+
+}  // namespace sinklm

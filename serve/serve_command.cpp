@@ -1,0 +1,99 @@
+// sinklm serve: the OpenAI-compatible streaming server (serve/openai_server.h) on a checkpoint.
+#include <torch/torch.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include "core/args.h"
+#include "core/error.h"
+#include "model/checkpoint.h"
+#include "serve/command_options.h"
+#include "serve/commands.h"
+#include "serve/openai_server.h"
+
+namespace sinklm {
+
+int run_serve_command(const std::vector<std::string>& argv) {
+  Args args("serve", "--checkpoint DIR [--port 8000] [--cache sink_window --window W --sinks S] [--api-key KEY]",
+            with_flags({{"checkpoint", "DIR", "checkpoint directory"},
+             {"tokenizer", "PATH", "tokenizer file (default: one in the checkpoint directory, else bytes)"},
+             {"host", "ADDR", "address to listen on (default 127.0.0.1)"},
+             {"port", "N", "port (default 8000; 0 = any free port, printed on stdout)"},
+             {"model-name", "NAME", "the model id in responses and /v1/models (default: the directory name)"},
+             {"api-key", "KEY", "require 'Authorization: Bearer KEY' on /v1/* (default: $SINKLM_API_KEY, else none)"},
+             {"session-dir", "DIR", "where idle sessions are saved (default: ./sinklm-sessions)"},
+             {"sessions-in-memory", "N", "loaded sessions before the least recently used idle one goes to disk (64)"},
+             {"max-sessions", "N", "sessions in total, memory and disk (default 10000)"},
+             {"max-body-bytes", "N", "largest request body (default 1048576)"},
+             {"max-prompt-tokens", "N", "longest prompt of one request (default 16384)"},
+             {"max-tokens-limit", "N", "largest max_tokens a request may ask for (default 4096)"},
+             {"max-concurrent", "N", "generations queued or running at once (default 64)"},
+             {"prefill-chunk", "N", "prompt tokens per stream per step (default 256)"}},
+                       {cache_flags(), runtime_flags()}),
+            argv);
+  if (args.help_requested()) {
+    std::cout << args.usage();
+    return 0;
+  }
+  const std::string checkpoint = args.require("checkpoint");
+  const torch::Device device = apply_runtime_options(args);
+  auto loaded = load_checkpoint(checkpoint, device);
+  CachedDecoder decoder(loaded.model);
+  const auto& model = decoder.config();
+  auto codec = load_text_codec(args.get("tokenizer"), checkpoint, model);
+
+  StreamSettings settings;
+  settings.cache = cache_options(args);
+  auto policy = make_cache_policy(settings.cache, model, "--cache/--window/--sinks");  // validates now
+  SessionStore sessions(args.get("session-dir", "sinklm-sessions"), args.get_int("sessions-in-memory", 64),
+                        args.get_int("max-sessions", 10000), settings, model, device);
+
+  ServerOptions options;
+  options.host = args.get("host", "127.0.0.1");
+  options.port = static_cast<int>(args.get_int("port", 8000));
+  std::string name = std::filesystem::path(checkpoint).filename().string();
+  if (name.empty()) name = std::filesystem::path(checkpoint).parent_path().filename().string();
+  options.model_name = args.get("model-name", name.empty() ? "sinklm" : name);
+  const char* env_key = std::getenv("SINKLM_API_KEY");
+  options.api_key = args.get("api-key", env_key ? env_key : "");
+  options.max_body_bytes = args.get_int("max-body-bytes", 1 << 20);
+  options.max_prompt_tokens = args.get_int("max-prompt-tokens", 16384);
+  options.max_tokens_limit = args.get_int("max-tokens-limit", 4096);
+  options.max_concurrent = args.get_int("max-concurrent", 64);
+  options.prefill_chunk = args.get_int("prefill-chunk", 256);
+  if (options.prefill_chunk < 1 || options.max_concurrent < 1 || options.max_tokens_limit < 1)
+    fail("--prefill-chunk, --max-concurrent and --max-tokens-limit must be at least 1");
+
+  // SIGINT/SIGTERM stop the server cleanly; loaded sessions are then saved so they survive the restart.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  {  // the server (and its generation worker) ends before sessions are saved: no stream is mid-step then
+    OpenAiServer server(options, decoder, *codec, sessions);
+    const int port = server.bind();
+    std::printf("sinklm serve: listening on http://%s:%d (model %s, %s %s cache, positions %s, tokenizer: %s)\n",
+                options.host.c_str(), port, options.model_name.c_str(), policy->name().c_str(), policy->label().c_str(),
+                position_rule_name(settings.cache.positions), codec->description().c_str());
+    std::fflush(stdout);
+    std::thread stopper([&] {
+      int signal = 0;
+      sigwait(&stop_signals, &signal);
+      server.stop();
+    });
+    server.run();
+    pthread_kill(stopper.native_handle(), SIGTERM);  // no-op when the stopper already returned
+    stopper.join();
+  }
+  sessions.save_all();
+  std::fprintf(stderr, "sinklm serve: stopped; %lld sessions saved in %s\n",
+               static_cast<long long>(sessions.in_memory() + sessions.on_disk()), args.get("session-dir", "sinklm-sessions").c_str());
+  return 0;
+}
+
+}  // namespace sinklm

@@ -1,0 +1,95 @@
+// The KV cache of one stream, for every layer, and the attention of new tokens against it.
+//
+// Two implementations that tests hold equal:
+//  - literal (KeyRotation::Literal): the StreamingLLM reference. Keys are kept before rotary; for every new
+//    token the cache evicts per its policy, then rotates the i-th held key at position i (PositionRule::Cache)
+//    or at its stream position (PositionRule::Stream), the query likewise, and attends. O(W d) rotation work
+//    per token and layer; one token at a time.
+//  - relative (KeyRotation::Relative, the fast path): RoPE scores depend only on the distance between query
+//    and key. Sink j always sits at position j and a recent key at its stream position s, so both are rotated
+//    once, when they enter. The recent run is contiguous and ends at the query, so its distances equal the
+//    cache-position distances; a query t is therefore rotated at t for the recent keys and, for the sinks, at
+//    its cache position min(t, W-1) (Cache rule) or at t (Stream rule). Extra work per token: one more query
+//    rotation and S dot products (O(S d)); no key is ever re-rotated. Chunks of many tokens are exact: each
+//    query sees the sinks plus the R most recent tokens up to itself (a banded mask), so a long prompt streams
+//    through a small cache exactly as token-by-token decoding would.
+// Angles are formed in float64 (RotaryEmbedding), so stream position 10^7 is as exact as 10^3.
+#pragma once
+#include <torch/types.h>
+
+#include <memory>
+#include <vector>
+
+#include "model/model_config.h"
+#include "serve/kv_cache_policy.h"
+
+namespace sinklm {
+
+enum class KeyRotation { Relative, Literal };
+
+// A cache's contents in a position-free form: for persistence and for moving contents to another position.
+struct CacheSnapshot {
+  int64_t stream_length = 0;
+  std::vector<torch::Tensor> keys;    // per layer [H, N, D] in cache order, before rotary (float32, CPU)
+  std::vector<torch::Tensor> values;  // per layer [H, N, D]
+};
+
+class StreamCache {
+ public:
+  virtual ~StreamCache() = default;
+
+  // Layer `layer`'s attention for T new tokens at stream positions [stream_length(), stream_length() + T):
+  // q, k, v [H, T, D] before rotary; sink_logit [H] or undefined. Stores k and v (evicting per the policy)
+  // and returns the attention output [H, T, D]. Each layer is called once per chunk, then advance(T).
+  virtual torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                               const torch::Tensor& sink_logit) = 0;
+  virtual void advance(int64_t count) = 0;
+  // The largest chunk the next attend() takes, given the caller's preference.
+  virtual int64_t max_chunk(int64_t preferred) const = 0;
+  // Entries held now (counted from storage) and storage slots allocated; both <= policy().budget().
+  virtual int64_t entries() const = 0;
+  virtual int64_t allocated_entries() const = 0;
+  // Contents, keys un-rotated, in cache order; restore with make_stream_cache(..., &snapshot).
+  virtual CacheSnapshot snapshot() const = 0;
+  // Replaces the contents of a new cache with a snapshot that check_snapshot() accepted.
+  virtual void restore(const CacheSnapshot& snapshot) = 0;
+
+  int64_t stream_length() const { return stream_length_; }
+  const KvCachePolicy& policy() const { return *policy_; }
+  PositionRule position_rule() const { return rule_; }
+
+ protected:
+  StreamCache(std::shared_ptr<const KvCachePolicy> policy, PositionRule rule)
+      : policy_(std::move(policy)), rule_(rule) {}
+  std::shared_ptr<const KvCachePolicy> policy_;
+  PositionRule rule_;
+  int64_t stream_length_ = 0;
+};
+
+// UserError unless the snapshot has one [H, N, D] key and value per layer with N = the entries `policy` holds
+// after snapshot.stream_length tokens.
+void check_snapshot(const CacheSnapshot& snapshot, const KvCachePolicy& policy, const ModelConfig& model);
+
+// The implementations (serve/relative_stream_cache.cpp, serve/literal_stream_cache.cpp).
+std::unique_ptr<StreamCache> make_relative_stream_cache(std::shared_ptr<const KvCachePolicy> policy,
+                                                        PositionRule rule, const ModelConfig& model,
+                                                        torch::Device device);
+std::unique_ptr<StreamCache> make_literal_stream_cache(std::shared_ptr<const KvCachePolicy> policy,
+                                                       PositionRule rule, const ModelConfig& model,
+                                                       torch::Device device);
+
+// `restore`: contents to start from; its entries are placed at the positions the policy holds after
+// restore->stream_length tokens (which may differ from where they were taken).
+inline std::unique_ptr<StreamCache> make_stream_cache(std::shared_ptr<const KvCachePolicy> policy, PositionRule rule,
+                                                      KeyRotation rotation, const ModelConfig& model,
+                                                      torch::Device device, const CacheSnapshot* restore = nullptr) {
+  auto cache = rotation == KeyRotation::Relative ? make_relative_stream_cache(std::move(policy), rule, model, device)
+                                                 : make_literal_stream_cache(std::move(policy), rule, model, device);
+  if (restore) {
+    check_snapshot(*restore, cache->policy(), model);
+    cache->restore(*restore);
+  }
+  return cache;
+}
+
+}  // namespace sinklm

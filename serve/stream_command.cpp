@@ -1,0 +1,159 @@
+// sinklm stream: streaming perplexity of a checkpoint over a long text through one cache configuration, or
+// (--compare) through the paper's Table 3 configurations 0+W, 1+(W-1), 2+(W-2), 4+(W-4).
+#include <torch/torch.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "core/args.h"
+#include "core/error.h"
+#include "model/checkpoint.h"
+#include "serve/command_options.h"
+#include "serve/commands.h"
+#include "serve/streaming_perplexity.h"
+#include "serve/text_codec.h"
+
+namespace sinklm {
+namespace {
+
+std::string read_whole_file(const std::string& path, const std::string& flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(flag, " ", path, ": cannot open");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<int64_t> read_ids_file(const std::string& path, const ModelConfig& model) {
+  std::istringstream in(read_whole_file(path, "--ids"));
+  std::vector<int64_t> ids;
+  for (std::string word; in >> word;) {
+    size_t used = 0;
+    int64_t id = -1;
+    try {
+      id = std::stoll(word, &used);
+    } catch (const std::exception&) {
+    }
+    if (used != word.size() || id < 0 || id >= model.tokenizer_vocab_size)
+      fail("--ids ", path, ": '", word, "' is not a token id in [0, ", model.tokenizer_vocab_size, ")");
+    ids.push_back(id);
+  }
+  return ids;
+}
+
+void write_nll(const std::string& path, const std::vector<float>& nll) {
+  std::ofstream out(path);
+  if (!out) fail("--nll-out ", path, ": cannot write");
+  out << "# index\tnll (natural log) of text token index+1 given the tokens before it, as the cache saw them\n";
+  for (size_t i = 0; i < nll.size(); ++i) out << i << '\t' << nll[i] << '\n';
+}
+
+}  // namespace
+
+int run_stream_command(const std::vector<std::string>& argv) {
+  Args args("stream",
+            "--checkpoint DIR (--text FILE | --ids FILE) [--cache sink_window] [--window W] [--sinks S] [--compare]",
+            with_flags({{"checkpoint", "DIR", "checkpoint directory"},
+             {"text", "FILE", "UTF-8 text to stream (tokenized with --tokenizer / the checkpoint's / bytes)"},
+             {"ids", "FILE", "whitespace-separated token ids instead of --text"},
+             {"tokenizer", "PATH", "tokenizer file (default: one in the checkpoint directory, else bytes)"},
+             {"rotation", "IMPL", "relative (fast, default) | literal (the reference, one token at a time)"},
+             {"compare", "", "run 0+W, 1+(W-1), 2+(W-2), 4+(W-4) and print a table (Table 3 of the paper)"},
+             {"max-tokens", "N", "stream only the first N tokens of the text"},
+             {"chunk", "N", "prefill chunk (default 256)"},
+             {"segment", "N", "tokens per perplexity segment (default 1000)"},
+             {"nll-out", "FILE", "per-token NLL (--compare: FILE.<S>+<R>)"},
+             {"json", "FILE", "also write the JSON summary here"},
+             {"set", "KEY=VALUE", "override a run-time config key, e.g. model.attention=reference"}},
+                       {cache_flags(), runtime_flags()}),
+            argv);
+  if (args.help_requested()) {
+    std::cout << args.usage();
+    return 0;
+  }
+  const std::string checkpoint = args.require("checkpoint");
+  auto loaded = load_checkpoint(checkpoint, apply_runtime_options(args), args.get_all("set"));
+  CachedDecoder decoder(loaded.model);
+  const ModelConfig& model = decoder.config();
+
+  std::vector<int64_t> ids;
+  std::string tokenizer_description = "ids file";
+  if (args.has("ids") == args.has("text")) fail("give exactly one of --text FILE or --ids FILE");
+  if (args.has("ids")) {
+    ids = read_ids_file(args.get("ids"), model);
+  } else {
+    auto codec = load_text_codec(args.get("tokenizer"), checkpoint, model);
+    ids = codec->encode(read_whole_file(args.get("text"), "--text"));
+    tokenizer_description = codec->description();
+  }
+  const int64_t max_tokens = args.get_int("max-tokens", -1);
+  if (max_tokens >= 0 && static_cast<int64_t>(ids.size()) > max_tokens) ids.resize(max_tokens);
+
+  StreamingPerplexityOptions options;
+  options.chunk = args.get_int("chunk", 256);
+  options.segment = args.get_int("segment", 1000);
+  if (options.chunk < 1) fail("--chunk must be at least 1");
+  if (options.segment < 1) fail("--segment must be at least 1");
+  options.kv_trace_every = std::max<int64_t>(options.chunk, static_cast<int64_t>(ids.size()) / 64);  // ~64 points
+  options.rotation = args.get("rotation", "relative") == "literal" ? KeyRotation::Literal : KeyRotation::Relative;
+  if (args.get("rotation", "relative") != "literal" && args.get("rotation", "relative") != "relative")
+    fail("--rotation ", args.get("rotation"), ": expected relative or literal");
+  const CacheOptions cache = cache_options(args);
+  const PositionRule rule = cache.positions;
+  std::vector<CacheOptions> runs;
+  if (args.has("compare")) {
+    for (int64_t sinks : {0, 1, 2, 4}) {
+      CacheOptions o = cache;
+      o.policy = sinks == 0 && cache.policy == "sink_window" ? "window" : cache.policy;
+      o.sinks = sinks;
+      runs.push_back(o);
+    }
+  } else {
+    runs.push_back(cache);
+  }
+
+  nlohmann::json results = nlohmann::json::array();
+  for (const auto& o : runs) {
+    auto policy = make_cache_policy(o, model, "--cache/--window/--sinks");
+    const std::string label = policy->label();
+    std::fprintf(stderr, "[stream] %s %s (positions: %s): %zu tokens\n", policy->name().c_str(), label.c_str(),
+                 position_rule_name(rule), ids.size());
+    nlohmann::json entry = {{"cache", policy->name()}, {"config", label}, {"sinks", policy->sinks()},
+                            {"window", policy->budget()}, {"positions", position_rule_name(rule)}};
+    auto result = streaming_perplexity(decoder, std::move(policy), rule, ids, options);
+    entry.update(result.summary(options.segment));
+    if (args.has("nll-out")) write_nll(args.has("compare") ? args.get("nll-out") + "." + label : args.get("nll-out"), result.nll);
+    results.push_back(entry);
+  }
+  nlohmann::json summary = {{"checkpoint", checkpoint},
+                            {"sink_mode", sink_mode_name(model.sink_mode)},
+                            {"tokenizer", tokenizer_description},
+                            {"text_tokens", ids.size()},
+                            {"runs", results}};
+  if (args.has("json")) {
+    std::ofstream out(args.get("json"));
+    if (!out) fail("--json ", args.get("json"), ": cannot write");
+    out << summary.dump(2) << "\n";
+  }
+  if (args.has("compare")) {
+    std::printf("| model | %s |\n|---|", [&] {
+      std::string header;
+      for (const auto& r : results) header += (header.empty() ? "" : " | ") + r["config"].get<std::string>();
+      return header;
+    }().c_str());
+    for (size_t i = 0; i < results.size(); ++i) std::printf("---|");
+    std::printf("\n| %s (%s) |", checkpoint.c_str(), sink_mode_name(model.sink_mode));
+    for (const auto& r : results) {
+      if (r["ppl"].is_null()) std::printf(" - |");
+      else std::printf(" %.2f |", r["ppl"].get<double>());
+    }
+    std::printf("\n");
+  } else {
+    std::cout << results[0].dump(2) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace sinklm

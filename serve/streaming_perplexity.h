@@ -1,0 +1,33 @@
+// Streaming perplexity (the paper's long-text evaluation): a text flows through one stream whose cache
+// evicts as it goes; every next-token prediction is scored. A token-sink model sees its sink tokens first.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <vector>
+
+#include "serve/cached_decoder.h"
+
+namespace sinklm {
+
+struct StreamingPerplexityOptions {
+  int64_t chunk = 256;             // prefill chunk (the cache sees every token exactly as in decoding)
+  int64_t segment = 1000;          // tokens per perplexity segment
+  int64_t kv_trace_every = 0;      // record the KV entry count every N tokens (0 = once per chunk)
+  KeyRotation rotation = KeyRotation::Relative;
+};
+
+struct StreamingPerplexity {
+  std::vector<float> nll;                // per scored text token i = 1..N-1 (token 0 has no prediction)
+  int64_t eviction_starts_at = -1;       // index into nll of the first prediction made after an eviction
+  std::vector<std::pair<int64_t, int64_t>> kv_trace;  // (stream length, KV entries)
+  int64_t max_entries = 0;
+  double seconds = 0;
+  nlohmann::json summary(int64_t segment) const;  // ppl overall, per segment, before/after eviction, trace
+};
+
+StreamingPerplexity streaming_perplexity(CachedDecoder& decoder, std::shared_ptr<const KvCachePolicy> policy,
+                                         PositionRule rule, const std::vector<int64_t>& text_ids,
+                                         const StreamingPerplexityOptions& options);
+
+}  // namespace sinklm

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# `sinklm stream` end to end on a tiny byte-vocabulary model: the JSON summary, the per-token NLL file, the
+# KV count over time, the --compare table, and errors that name the bad option.
+set -euo pipefail
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+"$SINKLM_BIN" init --config "$SINKLM_SOURCE_DIR/configs/tiny-sink.yaml" --out "$work/ckpt" \
+  --set model.vocab_size=264 --set model.tokenizer_vocab_size=256 >/dev/null
+head -c 3000 "$SINKLM_SOURCE_DIR/README.md" >"$work/text.txt"
+
+"$SINKLM_BIN" stream --threads 1 --checkpoint "$work/ckpt" --text "$work/text.txt" --cache sink_window --window 64 \
+  --segment 500 --chunk 50 --nll-out "$work/nll.tsv" >"$work/summary.json" 2>/dev/null
+"$PYTHON" - "$work" <<'PY'
+import json, math, sys
+work = sys.argv[1]
+s = json.load(open(f"{work}/summary.json"))
+text_tokens = len(open(f"{work}/text.txt", "rb").read())  # bytes = tokens
+nll = [float(l.split("\t")[1]) for l in open(f"{work}/nll.tsv") if not l.startswith("#")]
+assert s["config"] == "1+63" and s["sinks"] == 1, s["config"]  # a token model's default: its one sink token
+assert s["scored_tokens"] == len(nll) == text_tokens - 1, (s["scored_tokens"], len(nll), text_tokens)
+assert abs(math.exp(sum(nll) / len(nll)) - s["ppl"]) < 1e-3 * s["ppl"]
+# stream position p predicts text token p: the cache first holds more than 64 entries at p = 64 (1 sink + 63 text)
+assert s["eviction_starts_at"] == 63, s["eviction_starts_at"]
+before = math.exp(sum(nll[:63]) / 63)
+assert abs(before - s["ppl_before_eviction"]) < 1e-3 * before
+assert len(s["segments"]) == math.ceil(len(nll) / 500)
+assert s["max_kv_entries"] == 64 and all(n <= 64 for _, n in s["kv_entries"]) and s["kv_entries"][-1][1] == 64
+print("stream summary ok")
+PY
+
+"$SINKLM_BIN" stream --threads 1 --checkpoint "$work/ckpt" --text "$work/text.txt" --window 64 --compare --max-tokens 800 \
+  2>/dev/null >"$work/table.md"
+grep -q '^| model | 0+64 | 1+63 | 2+62 | 4+60 |$' "$work/table.md" || { cat "$work/table.md"; exit 1; }
+grep -Eq '^\| .+ \(token\) \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|$' "$work/table.md" || { cat "$work/table.md"; exit 1; }
+
+expect_error() {  # expect_error <text in the message> <args...>
+  local want="$1"; shift
+  if "$SINKLM_BIN" stream --threads 1 --checkpoint "$work/ckpt" --text "$work/text.txt" "$@" >/dev/null 2>"$work/err"; then
+    echo "expected failure for: $*"; exit 1
+  fi
+  grep -q -- "$want" "$work/err" || { echo "message for '$*' lacks '$want':"; cat "$work/err"; exit 1; }
+}
+expect_error "unknown cache policy 'sliding'" --cache sliding
+expect_error "leave no room" --window 4 --sinks 4
+expect_error "at most 100 entries" --cache full --window 100
+expect_error "expected cache or stream" --positions absolute
+echo "cli stream ok"

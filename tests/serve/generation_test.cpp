@@ -1,0 +1,172 @@
+// Sampling, incremental text and batched generation over token streams.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "serve/generation.h"
+#include "serve_test_support.h"
+
+namespace sinklm {
+namespace {
+
+using namespace testing_support;
+
+TEST(TokenSampler, GreedyTopKAndTopPPickTheArgmaxAndNeverASink) {
+  auto logits = torch::tensor({0.1f, 2.0f, 0.5f, 9.0f});  // id 3 lies outside the allowed vocabulary of 3
+  EXPECT_EQ(TokenSampler({0.0}, 3).next(logits), 1);
+  EXPECT_EQ(TokenSampler({1.0, 1}, 3).next(logits), 1);
+  EXPECT_EQ(TokenSampler({1.0, 0, 1e-6}, 3).next(logits), 1);
+  TokenSampler free_sampler({5.0, 0, 1.0, 3}, 3);
+  for (int i = 0; i < 500; ++i) EXPECT_LT(free_sampler.next(logits), 3);
+  EXPECT_NE(user_error_of([] { TokenSampler({1.0, 0, 0.0}, 3); }).find("top_p"), std::string::npos);
+}
+
+TEST(TokenSampler, TemperatureSamplingFollowsTheDistributionAndTheSeed) {
+  auto logits = torch::tensor({0.0f, std::log(3.0f)});  // p = 0.25, 0.75
+  TokenSampler a({1.0, 0, 1.0, 42}, 2), b({1.0, 0, 1.0, 42}, 2);
+  int ones = 0;
+  for (int i = 0; i < 4000; ++i) {
+    const int64_t x = a.next(logits);
+    EXPECT_EQ(x, b.next(logits));
+    ones += x == 1;
+  }
+  EXPECT_NEAR(ones / 4000.0, 0.75, 0.03);
+}
+
+TEST(TextCodec, CompleteUtf8PrefixStopsBeforeAnUnfinishedCharacter) {
+  const std::string euro = "\xE2\x82\xAC";  // U+20AC, 3 bytes
+  EXPECT_EQ(complete_utf8_prefix("ab" + euro), 5u);
+  EXPECT_EQ(complete_utf8_prefix("ab" + euro.substr(0, 2)), 2u);
+  EXPECT_EQ(complete_utf8_prefix("ab" + euro.substr(0, 1)), 2u);
+  EXPECT_EQ(complete_utf8_prefix("\xF0\x9F\x98"), 0u);
+  EXPECT_EQ(complete_utf8_prefix("\xF0\x9F\x98\x80"), 4u);
+}
+
+struct ByteModel {  // a tiny random model with a byte vocabulary
+  GPTNeoXForCausalLM model = random_tiny_model("token", {"model.vocab_size=264", "model.tokenizer_vocab_size=260",
+                                                          "model.eos_token_id=259"});
+  CachedDecoder decoder{model};
+  std::unique_ptr<TextCodec> codec = load_text_codec("", "", model->config());
+  std::shared_ptr<const KvCachePolicy> policy = policy_of("sink_window", 16, -1, model->config());
+
+  DecoderStream stream() {
+    return DecoderStream(policy, PositionRule::Cache, KeyRotation::Relative, model->config(), torch::kCPU);
+  }
+  std::vector<int64_t> prompt(const std::string& text) {
+    auto ids = codec->encode(text);
+    ids.insert(ids.begin(), model->config().sink_token_id(0));
+    return ids;
+  }
+};
+
+struct Collected {
+  std::string text, finish;
+  int64_t completion_tokens = 0;
+  Generation::Listener listener() {
+    return [this](const GenerationDelta& d) {
+      text += d.text;
+      if (!d.finish_reason.empty()) finish = d.finish_reason;
+      completion_tokens = d.completion_tokens;
+    };
+  }
+};
+
+std::string run_alone(ByteModel& m, GenerationRequest request, Collected& out) {
+  auto stream = m.stream();
+  auto g = std::make_shared<Generation>(std::move(request), stream, *m.codec, m.model->config(), out.listener());
+  GenerationEngine engine(m.decoder, 8);
+  engine.add(g);
+  while (engine.active()) engine.step();
+  EXPECT_LE(stream.entries(), 16);
+  return g->text();
+}
+
+TEST(Generation, GreedyEqualsAHandWrittenLoopThroughTheCache) {
+  ByteModel m;
+  GenerationRequest request;
+  request.prompt = m.prompt(std::string(100, 'a') + "streaming");  // longer than the cache: evicts while prefilling
+  request.sampling.temperature = 0;
+  request.max_tokens = 20;
+  request.stop_at_end_of_text = false;
+  Collected out;
+  const std::string text = run_alone(m, request, out);
+  EXPECT_EQ(out.text, text);
+  EXPECT_EQ(out.finish, "length");
+  EXPECT_EQ(out.completion_tokens, 20);
+
+  auto stream = m.stream();
+  auto logits = stream_logits(m.decoder, stream, request.prompt, 5);
+  std::vector<int64_t> generated{logits[-1].narrow(0, 0, 260).argmax().item<int64_t>()};
+  while (generated.size() < 20)
+    generated.push_back(m.decoder.step({{&stream, {generated.back()}}})[0][0].narrow(0, 0, 260).argmax().item<int64_t>());
+  EXPECT_EQ(m.codec->decode(generated), text);
+}
+
+TEST(Generation, StopStringEndsTheTextAndIsNeverEmitted) {
+  ByteModel m;
+  GenerationRequest request;
+  request.prompt = m.prompt("hello");
+  request.sampling = {0.8, 0, 1.0, 7};
+  request.max_tokens = 40;
+  request.stop_at_end_of_text = false;
+  Collected free_run;
+  const std::string full = run_alone(m, request, free_run);
+  ASSERT_GE(full.size(), 12u);
+  request.stop = {full.substr(8, 3)};
+  Collected stopped;
+  const std::string text = run_alone(m, request, stopped);
+  EXPECT_EQ(stopped.finish, "stop");
+  EXPECT_EQ(text, full.substr(0, full.find(request.stop[0])));
+  EXPECT_EQ(stopped.text, text);
+}
+
+// Generations that join at different steps, batched, produce what each produces alone.
+TEST(Generation, BatchedGenerationsJoiningLateMatchSoloRuns) {
+  ByteModel m;
+  std::vector<std::string> prompts{"one", "a much longer prompt that streams through the cache", "x"};
+  auto request_for = [&](size_t i) {
+    GenerationRequest r;
+    r.prompt = m.prompt(prompts[i]);
+    r.sampling = {1.0, 20, 0.9, 100 + i};
+    r.max_tokens = 12 + 3 * i;
+    r.stop_at_end_of_text = false;
+    return r;
+  };
+  std::vector<std::string> solo;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    Collected c;
+    solo.push_back(run_alone(m, request_for(i), c));
+  }
+  std::vector<DecoderStream> streams;
+  for (size_t i = 0; i < prompts.size(); ++i) streams.push_back(m.stream());
+  std::vector<Collected> collected(prompts.size());
+  GenerationEngine engine(m.decoder, 8);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    engine.add(std::make_shared<Generation>(request_for(i), streams[i], *m.codec, m.model->config(), collected[i].listener()));
+    engine.step();  // the next one joins a step later
+  }
+  while (engine.active()) engine.step();
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(collected[i].text, solo[i]) << i;
+}
+
+TEST(Generation, AFullCacheAtItsLimitEndsOnlyThatGeneration) {
+  ByteModel m;
+  DecoderStream small(policy_of("full", 12, -1, m.model->config()), PositionRule::Cache, KeyRotation::Relative,
+                      m.model->config(), torch::kCPU);
+  auto ok = m.stream();
+  GenerationRequest r;
+  r.prompt = m.prompt("abc");
+  r.max_tokens = 20;
+  r.stop_at_end_of_text = false;
+  Collected a, b;
+  GenerationEngine engine(m.decoder, 8);
+  engine.add(std::make_shared<Generation>(r, small, *m.codec, m.model->config(), a.listener()));
+  engine.add(std::make_shared<Generation>(r, ok, *m.codec, m.model->config(), b.listener()));
+  while (engine.active()) engine.step();
+  EXPECT_EQ(a.finish, "error");
+  EXPECT_EQ(b.finish, "length");
+  EXPECT_EQ(b.completion_tokens, 20);
+}
+
+}  // namespace
+}  // namespace sinklm
