@@ -1,27 +1,51 @@
 #include "train/adamw.h"
 
+#include <ATen/ops/_fused_adamw.h>
 #include <torch/torch.h>
 
 #include <cmath>
 
+#include "core/error.h"
+
 namespace sinklm {
 
-FlatAdamW::FlatAdamW(int64_t numel, AdamWOptions options, torch::Device device)
+FlatAdamW::FlatAdamW(const torch::Tensor& decay_mask, AdamWOptions options)
     : options_(options),
-      exp_avg_(torch::zeros({numel}, torch::TensorOptions().dtype(torch::kFloat32).device(device))),
-      exp_avg_sq_(torch::zeros({numel}, torch::TensorOptions().dtype(torch::kFloat32).device(device))) {}
+      exp_avg_(torch::zeros_like(decay_mask)),
+      exp_avg_sq_(torch::zeros_like(decay_mask)),
+      step_tensor_(torch::zeros({}, decay_mask.options())) {
+  auto mask = decay_mask.to(torch::kCPU).contiguous();
+  const float* m = mask.data_ptr<float>();
+  for (int64_t i = 0; i < mask.numel(); ++i) {
+    bool decay = m[i] != 0.0f;
+    if (runs_.empty() || runs_.back().decay != decay) runs_.push_back({i, 0, decay});
+    ++runs_.back().numel;
+  }
+}
 
-void FlatAdamW::step(const torch::Tensor& params, const torch::Tensor& grads, const torch::Tensor& decay_mask,
-                     double lr) {
+void FlatAdamW::set_steps_taken(int64_t steps) {
+  steps_ = steps;
+  step_tensor_.fill_(static_cast<double>(steps));
+}
+
+void FlatAdamW::step(const torch::Tensor& params, const torch::Tensor& grads, double lr) {
+  SINKLM_ASSERT(params.numel() == exp_avg_.numel() && grads.numel() == exp_avg_.numel());
   torch::NoGradGuard no_grad;
-  ++steps_;
-  const double bias1 = 1.0 - std::pow(options_.beta1, static_cast<double>(steps_));
-  const double bias2 = 1.0 - std::pow(options_.beta2, static_cast<double>(steps_));
-  params.mul_(1.0 - lr * options_.weight_decay * decay_mask);
-  exp_avg_.mul_(options_.beta1).add_(grads, 1.0 - options_.beta1);
-  exp_avg_sq_.mul_(options_.beta2).addcmul_(grads, grads, 1.0 - options_.beta2);
-  auto denominator = (exp_avg_sq_.sqrt() / std::sqrt(bias2)).add_(options_.eps);
-  params.addcdiv_(exp_avg_, denominator, -lr / bias1);
+  set_steps_taken(steps_ + 1);
+  for (bool decay : {true, false}) {
+    std::vector<torch::Tensor> p, g, m, v, steps;
+    for (const auto& run : runs_) {
+      if (run.decay != decay) continue;
+      p.push_back(params.narrow(0, run.offset, run.numel));
+      g.push_back(grads.narrow(0, run.offset, run.numel));
+      m.push_back(exp_avg_.narrow(0, run.offset, run.numel));
+      v.push_back(exp_avg_sq_.narrow(0, run.offset, run.numel));
+      steps.push_back(step_tensor_);  // read-only in the kernel: one shared count
+    }
+    if (p.empty()) continue;
+    at::_fused_adamw_(p, g, m, v, {}, steps, lr, options_.beta1, options_.beta2, decay ? options_.weight_decay : 0.0,
+                      options_.eps, /*amsgrad=*/false, /*maximize=*/false);
+  }
 }
 
 double learning_rate_at(int64_t step, int64_t total_steps, int64_t warmup_steps, double peak, double min_ratio) {

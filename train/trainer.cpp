@@ -132,7 +132,7 @@ Trainer::Trainer(Config config, std::string run_dir, bool resume, const Distribu
   const bool sharded = options_.zero && context.world_size() > 1;
   shard_numel_ = sharded ? flat_->padded_numel() / context.world_size() : flat_->padded_numel();
   shard_begin_ = sharded ? context.rank() * shard_numel_ : 0;
-  optimizer_ = std::make_unique<FlatAdamW>(shard_numel_, options_.adamw, device_);
+  optimizer_ = std::make_unique<FlatAdamW>(flat_->decay_mask().narrow(0, shard_begin_, shard_numel_), options_.adamw);
   if (context.world_size() > 1) {
     communicator_ = make_communicator(context, device_, options_.collective_timeout_s);
     if (sharded) shard_grads_ = torch::zeros({shard_numel_}, flat_->grads().options());
@@ -289,8 +289,7 @@ Trainer::StepResult Trainer::train_step(int64_t step) {
   }
   auto grads = shard_grads_.defined() ? shard_grads_ : flat_->grads();
   if (options_.grad_clip > 0 && r.grad_norm > options_.grad_clip) grads.mul_(options_.grad_clip / (r.grad_norm + 1e-6));
-  optimizer_->step(flat_->values().narrow(0, shard_begin_, shard_numel_), grads,
-                   flat_->decay_mask().narrow(0, shard_begin_, shard_numel_), r.lr);
+  optimizer_->step(flat_->values().narrow(0, shard_begin_, shard_numel_), grads, r.lr);
   if (shard_grads_.defined())
     communicator_->all_gather(flat_->values().narrow(0, shard_begin_, shard_numel_).clone(), flat_->values());
   flat_->grads().zero_();
