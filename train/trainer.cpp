@@ -145,7 +145,7 @@ Trainer::Trainer(Config config, std::string run_dir, bool resume, const Distribu
   ParameterCount params = count_parameters(model_config_);
   flops_per_token_ = 6.0 * static_cast<double>(params.total - model_config_.vocab_size * model_config_.hidden_size) +
                      12.0 * model_config_.num_layers * model_config_.hidden_size * options_.seq_len;
-  peak_flops_ = device_peak_flops(options_, device_);
+  peak_flops_ = device_peak_flops(options_, device_) * context.world_size();  // tokens/s counts every rank
 
   if (checkpoint) restore(*checkpoint);
   if (context.is_root()) {
