@@ -1,5 +1,6 @@
 #include "core/args.h"
 
+#include <iostream>
 #include <sstream>
 
 #include "core/error.h"
@@ -80,6 +81,11 @@ int64_t Args::get_int(const std::string& name, int64_t fallback) const {
 
 std::vector<std::string> Args::get_all(const std::string& name) const {
   return has(name) ? values_.at(name) : std::vector<std::string>{};
+}
+
+bool Args::print_help_if_requested() const {
+  if (help_) std::cout << usage();
+  return help_;
 }
 
 std::string Args::usage() const {

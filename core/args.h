@@ -19,6 +19,8 @@ class Args {
 
   bool help_requested() const { return help_; }
   std::string usage() const;
+  // Prints usage() to stdout when -h/--help was given; the caller then returns 0.
+  bool print_help_if_requested() const;
 
   bool has(const std::string& name) const;
   std::string get(const std::string& name, const std::string& fallback = "") const;

@@ -77,10 +77,7 @@ int prepare_corpus(const std::vector<std::string>& argv) {
              {"tokenizer", "PATH", "also count each document's tokens with this tokenizer (manifest)"},
              {"threads", "N", "tokenizer threads (default 0 = all)"}},
             argv);
-  if (args.help_requested()) {
-    std::cout << args.usage();
-    return 0;
-  }
+  if (args.print_help_if_requested()) return 0;
   const std::string out_dir = args.require("out");
   const uint64_t seed = static_cast<uint64_t>(args.get_int("seed", 1234));
   SplitFractions fractions{parse_fraction(args, "validation-fraction", 0.01), parse_fraction(args, "test-fraction", 0.01)};

@@ -20,10 +20,7 @@ int prepare_sentencepiece(const std::vector<std::string>& argv) {
              {"seed", "N", "sampling seed (default 1234)"},
              {"threads", "N", "training threads (default 0 = all)"}},
             argv);
-  if (args.help_requested()) {
-    std::cout << args.usage();
-    return 0;
-  }
+  if (args.print_help_if_requested()) return 0;
   const std::string in_dir = args.require("in"), out_dir = args.require("out");
   AtomicDirWriter writer(out_dir);
   // SentencePiece reads sentences, one per line: the training documents' lines.

@@ -19,10 +19,7 @@ int prepare_shards(const std::vector<std::string>& argv) {
              {"shard-tokens", "N", "start a new shard after about N tokens (default 100000000)"},
              {"threads", "N", "tokenizer threads (default 0 = all)"}},
             argv);
-  if (args.help_requested()) {
-    std::cout << args.usage();
-    return 0;
-  }
+  if (args.print_help_if_requested()) return 0;
   auto tokenizer = load_tokenizer(args.require("tokenizer"));
   const std::string in_dir = args.require("in"), out_dir = args.require("out");
   const int64_t shard_tokens = args.get_int("shard-tokens", 100000000);

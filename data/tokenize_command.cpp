@@ -72,10 +72,7 @@ int run_tokenize_command(const std::vector<std::string>& argv) {
              {"threads", "N", "encoding threads (default 0 = all)"},
              {"time", "", "print the encoding time and throughput (MB/s) to stderr"}},
             argv);
-  if (args.help_requested()) {
-    std::cout << args.usage();
-    return 0;
-  }
+  if (args.print_help_if_requested()) return 0;
   std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(args.require("tokenizer"));
   std::ios::sync_with_stdio(false);
   std::string input((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());

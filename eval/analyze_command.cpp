@@ -81,10 +81,7 @@ int run_analyze_command(const std::vector<std::string>& argv) {
                               {"layers", "LIST", "layers with an attention-map PNG (default 0,1,middle,last)"},
                               {"map-tokens", "M", "rows and columns of the attention-map PNGs (default 16)"}}),
             argv);
-  if (args.help_requested()) {
-    std::cout << args.usage();
-    return 0;
-  }
+  if (args.print_help_if_requested()) return 0;
   ModelUnderTest m = load_model_under_test(args);
   const ModelConfig& c = m.loaded.model->config();
   const int64_t sinks = c.sink_count, L = c.num_layers, H = c.num_heads;

@@ -120,10 +120,7 @@ int build_tasks(const std::vector<std::string>& argv) {
              {"seed", "N", "seed of every random choice (default 1234)"},
              {"max-per-task", "N", "documents per task at most (default 1000)"}},
             argv);
-  if (args.help_requested()) {
-    std::cout << args.usage();
-    return 0;
-  }
+  if (args.print_help_if_requested()) return 0;
   ProxyTaskOptions options;
   options.seed = static_cast<uint64_t>(args.get_int("seed", 1234));
   options.max_per_task = args.get_int("max-per-task", 1000);

@@ -141,10 +141,7 @@ int run_init_command(const std::vector<std::string>& argv) {
              {"ids", "\"ID ID ...\"", "as --text, with token ids"},
              {"max-tokens", "N", "tokens of --text to use (default 256)"}},
             argv);
-  if (args.help_requested()) {
-    std::cout << args.usage();
-    return 0;
-  }
+  if (args.print_help_if_requested()) return 0;
   Config config = Config::load_file(args.require("config"));
   config.apply_overrides(args.get_all("set"));
   ModelConfig model_config = ModelConfig::from(config);
@@ -179,10 +176,7 @@ int run_forward_command(const std::vector<std::string>& argv) {
              {"out", "FILE", "write the logits [T, V] (float32) as safetensors tensor 'logits'"},
              kSetFlag},
             argv);
-  if (args.help_requested()) {
-    std::cout << args.usage();
-    return 0;
-  }
+  if (args.print_help_if_requested()) return 0;
   LoadedModel loaded = load_checkpoint(args.require("checkpoint"), torch::kCPU, args.get_all("set"));
   auto ids = input_ids(args, loaded.model->config(), args.get_int("max-tokens", 2048));
   ForwardResult result = forward_on(loaded.model, ids);

@@ -71,10 +71,7 @@ int run_bench_decode_command(const std::vector<std::string>& argv) {
              {"chunk", "N", "prefill chunk (default 256)"}},
                        {cache_flags(), runtime_flags()}),
             argv);
-  if (args.help_requested()) {
-    std::cout << args.usage();
-    return 0;
-  }
+  if (args.print_help_if_requested()) return 0;
   torch::manual_seed(0);
   const torch::Device device = apply_runtime_options(args);
   auto loaded = load_checkpoint(args.require("checkpoint"), device);

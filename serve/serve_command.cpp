@@ -35,10 +35,7 @@ int run_serve_command(const std::vector<std::string>& argv) {
              {"prefill-chunk", "N", "prompt tokens per stream per step (default 256)"}},
                        {cache_flags(), runtime_flags()}),
             argv);
-  if (args.help_requested()) {
-    std::cout << args.usage();
-    return 0;
-  }
+  if (args.print_help_if_requested()) return 0;
   const std::string checkpoint = args.require("checkpoint");
   const torch::Device device = apply_runtime_options(args);
   auto loaded = load_checkpoint(checkpoint, device);

@@ -69,10 +69,7 @@ int run_stream_command(const std::vector<std::string>& argv) {
              {"set", "KEY=VALUE", "override a run-time config key, e.g. model.attention=reference"}},
                        {cache_flags(), runtime_flags()}),
             argv);
-  if (args.help_requested()) {
-    std::cout << args.usage();
-    return 0;
-  }
+  if (args.print_help_if_requested()) return 0;
   const std::string checkpoint = args.require("checkpoint");
   auto loaded = load_checkpoint(checkpoint, apply_runtime_options(args), args.get_all("set"));
   CachedDecoder decoder(loaded.model);
