@@ -1,5 +1,5 @@
-// The `sinklm` program: one binary, one subcommand per job. Each subcommand lives in its own module
-// (model/, data/, train/, serve/, eval/) and is listed here.
+// The `sinklm` program: one binary, one subcommand per job. Each subcommand is a file of cli/ (the tools
+// layer above the libraries core/, data/, model/, train/, serve/, eval/) and is listed here.
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -7,11 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "data/commands.h"
-#include "eval/commands.h"
-#include "model/commands.h"
-#include "serve/commands.h"
-#include "train/commands.h"
+#include "cli/commands.h"
 
 namespace {
 

@@ -47,9 +47,9 @@ TokenizedRequest LoglikelihoodScorer::tokenize(const LoglikelihoodRequest& reque
   context.resize(kept);
 
   TokenizedRequest out;
-  for (int64_t i = 0; i < config.sink_count; ++i) out.context.push_back(config.sink_token_id(i));
+  out.context = sink_prefix(config);
   if (context.empty()) {
-    if (config.sink_count == 0) out.context.push_back(config.bos_token_id);
+    if (out.context.empty()) out.context.push_back(config.bos_token_id);  // lm-eval: score from a prefix token
     out.continuation = codec_.encode(continuation);
   } else {
     std::vector<int64_t> context_ids = codec_.encode(context);
@@ -66,7 +66,7 @@ std::vector<ContinuationScore> LoglikelihoodScorer::score(const std::vector<Logl
   std::vector<ModelInput> inputs;
   inputs.reserve(requests.size());
   for (const auto& r : requests)
-    inputs.push_back(model_input(tokenize(r), config.sink_count, config.max_position_embeddings));
+    inputs.push_back(model_input(tokenize(r), sink_prefix_length(config), config.max_position_embeddings));
 
   // Longest first, so each batch pads little; stable, so equal lengths keep request order.
   std::vector<size_t> order(inputs.size());

@@ -14,7 +14,7 @@
 
 #include "eval/task_formats.h"
 #include "model/gpt_neox.h"
-#include "serve/text_codec.h"
+#include "data/text_codec.h"
 
 namespace sinklm {
 

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "model/sink.h"
 
 namespace sinklm {
 namespace {
@@ -73,18 +74,7 @@ torch::Tensor causal_attention_probabilities(const torch::Tensor& q, const torch
   auto scores = torch::matmul(q.to(torch::kFloat32), k.to(torch::kFloat32).transpose(2, 3)) * scale;  // [B,H,Tq,Tk]
   scores = scores.masked_fill(causal_visibility(Tq, Tk, q.device()).logical_not(),
                               -std::numeric_limits<float>::infinity());
-  // Softmax written out so the sink term is visibly one more addend of the denominator:
-  // p_ij = exp(s_ij - m) / (exp(b - m) + sum_j exp(s_ij - m)). With b = -inf that addend is exactly 0.
-  auto row_max = std::get<0>(scores.max(-1, /*keepdim=*/true));  // [B,H,Tq,1]
-  torch::Tensor sink;
-  if (sink_logit.defined()) {
-    sink = sink_logit.to(torch::kFloat32).view({1, -1, 1, 1});
-    row_max = torch::maximum(row_max, sink);
-  }
-  auto e = (scores - row_max).exp();
-  auto denominator = e.sum(-1, /*keepdim=*/true);
-  if (sink.defined()) denominator = denominator + (sink - row_max).exp();
-  return e / denominator;
+  return softmax_with_sink(scores, sink_logit.defined() ? sink_logit.to(torch::kFloat32) : sink_logit);
 }
 
 torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,

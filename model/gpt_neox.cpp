@@ -109,7 +109,7 @@ void GPTNeoXForCausalLMImpl::initialize() {
     torch::Tensor value = torch::empty(p.sizes(), torch::kFloat32);
     if (name.find("layernorm") != std::string::npos || name.find("layer_norm") != std::string::npos) {
       value.fill_(ends_with(".weight") ? 1.0 : 0.0);
-    } else if (ends_with(".bias") || ends_with("sink_logit")) {
+    } else if (ends_with(".bias") || is_sink_parameter(name)) {
       value.zero_();
     } else if (ends_with("attention.dense.weight") || ends_with("dense_4h_to_h.weight")) {
       value.normal_(0.0, wang, generator);

@@ -5,8 +5,6 @@
 namespace sinklm {
 
 nlohmann::json hf_config_json(const ModelConfig& c) {
-  nlohmann::json sink_ids = nlohmann::json::array();
-  for (int64_t i = 0; i < c.sink_count; ++i) sink_ids.push_back(c.sink_token_id(i));
   return {
       {"architectures", {"GPTNeoXForCausalLM"}},
       {"model_type", "gpt_neox"},
@@ -32,7 +30,7 @@ nlohmann::json hf_config_json(const ModelConfig& c) {
        {{"mode", sink_mode_name(c.sink_mode)},
         {"count", c.sink_count},
         {"tokenizer_vocab_size", c.tokenizer_vocab_size},
-        {"token_ids", sink_ids}}},
+        {"token_ids", sink_prefix(c)}}},
   };
 }
 

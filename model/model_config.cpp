@@ -4,16 +4,6 @@
 
 namespace sinklm {
 
-const char* sink_mode_name(SinkMode mode) {
-  switch (mode) {
-    case SinkMode::None: return "none";
-    case SinkMode::Token: return "token";
-    case SinkMode::Softmax1: return "softmax1";
-    case SinkMode::Logit: return "logit";
-  }
-  SINKLM_ASSERT(false, "unhandled SinkMode");
-}
-
 ModelConfig ModelConfig::from(const Config& config) {
   const std::string& where = config.source();
   ModelConfig m;
@@ -31,11 +21,7 @@ ModelConfig ModelConfig::from(const Config& config) {
   m.eos_token_id = config.get_int("model.eos_token_id");
   m.init_seed = config.get_int("model.init_seed");
   m.attention = config.get_string("model.attention") == "fast" ? AttentionImpl::Fast : AttentionImpl::Reference;
-  const std::string& mode = config.get_string("model.sink.mode");
-  m.sink_mode = mode == "token"      ? SinkMode::Token
-                : mode == "softmax1" ? SinkMode::Softmax1
-                : mode == "logit"    ? SinkMode::Logit
-                                     : SinkMode::None;
+  m.sink_mode = parse_sink_mode(config.get_string("model.sink.mode"));
   m.sink_count = m.sink_mode == SinkMode::Token ? config.get_int("model.sink.count") : 0;
 
   if (m.hidden_size % m.num_heads != 0)

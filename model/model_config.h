@@ -4,13 +4,11 @@
 #include <string>
 
 #include "core/config.h"
+#include "model/sink.h"
 
 namespace sinklm {
 
-enum class SinkMode { None, Token, Softmax1, Logit };
 enum class AttentionImpl { Fast, Reference };
-
-const char* sink_mode_name(SinkMode mode);
 
 struct ModelConfig {
   int64_t vocab_size = 0;

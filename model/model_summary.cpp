@@ -26,7 +26,7 @@ std::string sink_description(const ModelConfig& c) {
     case SinkMode::None: return "none (vanilla softmax attention)";
     case SinkMode::Token: {
       std::string ids;
-      for (int64_t i = 0; i < c.sink_count; ++i) ids += (i ? "," : "") + std::to_string(c.sink_token_id(i));
+      for (int64_t id : sink_prefix(c)) ids += (ids.empty() ? "" : ",") + std::to_string(id);
       return "token: " + std::to_string(c.sink_count) + " learnable sink token(s), id " + ids +
              ", first in every sample and stream; 1 sink slot per token when streaming";
     }

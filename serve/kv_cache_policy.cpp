@@ -41,10 +41,6 @@ void FullCache::check_append(int64_t stream_length, int64_t count) const {
 
 RecomputeCache::RecomputeCache(int64_t sinks, int64_t window) : KvCachePolicy(sinks, window - sinks) {}
 
-int64_t default_sinks(const ModelConfig& model) {
-  return model.sink_mode == SinkMode::Token ? model.sink_count : 4;
-}
-
 std::unique_ptr<KvCachePolicy> make_cache_policy(const CacheOptions& o, const ModelConfig& model,
                                                  const std::string& field) {
   if (o.window < 1) fail(field, ": the window (cache size) must be at least 1, got ", o.window);
@@ -63,7 +59,7 @@ std::unique_ptr<KvCachePolicy> make_cache_policy(const CacheOptions& o, const Mo
     if (o.sinks > 0) fail(field, ": window keeps no sinks (got ", o.sinks, "); use sink_window");
     return std::make_unique<WindowCache>(o.window);
   }
-  if (o.policy == "sink_window") return std::make_unique<SinkWindowCache>(sinks_or(default_sinks(model)), o.window);
+  if (o.policy == "sink_window") return std::make_unique<SinkWindowCache>(sinks_or(default_cache_sinks(model)), o.window);
   if (o.policy == "recompute") return std::make_unique<RecomputeCache>(sinks_or(0), o.window);
   fail(field, ": unknown cache policy '", o.policy, "'; expected full, window, sink_window or recompute");
 }

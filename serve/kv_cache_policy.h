@@ -80,12 +80,11 @@ class RecomputeCache : public KvCachePolicy {
 struct CacheOptions {
   std::string policy = "sink_window";  // full | window | sink_window | recompute
   int64_t window = 1024;               // W (full: the limit)
-  int64_t sinks = -1;                  // S; -1 = the model's default (default_sinks)
+  int64_t sinks = -1;                  // S; -1 = the model's default (default_cache_sinks, model/sink.h)
   PositionRule positions = PositionRule::Cache;
 };
 
 // The model's sink-token count for `token` models, else 4 (the paper's default).
-int64_t default_sinks(const ModelConfig& model);
 // UserError naming `field` (e.g. "--cache") and listing the choices.
 std::unique_ptr<KvCachePolicy> make_cache_policy(const CacheOptions& options, const ModelConfig& model,
                                                  const std::string& field = "cache");

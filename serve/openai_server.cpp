@@ -259,8 +259,7 @@ struct OpenAiServer::Impl {
       stream = job->own_stream.get();
     }
     const auto& model = decoder.config();
-    if (stream->length() == 0)  // a token-sink model sees its sink tokens first
-      for (int64_t i = 0; i < model.sink_count; ++i) request.prompt.push_back(model.sink_token_id(i));
+    if (stream->length() == 0) request.prompt = sink_prefix(model);  // a token-sink model sees its sinks first
     if (job->session) request.prompt.insert(request.prompt.end(), job->session->unfed.begin(), job->session->unfed.end());
     request.prompt.insert(request.prompt.end(), text_ids.begin(), text_ids.end());
     job->prompt_tokens = request.prompt.size();

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "model/rotary.h"
+#include "model/sink.h"
 #include "serve/stream_cache.h"
 
 namespace sinklm {
@@ -76,13 +77,7 @@ class RelativeStreamCache : public StreamCache {
                               torch::matmul(q_recent, ring_k_[layer].transpose(1, 2)),   // [H, T, capacity]
                               torch::matmul(q_recent, k_new.transpose(1, 2))}, -1);      // [H, T, T]
     scores = scores / std::sqrt(static_cast<double>(head_dim_)) + p.bias;
-    torch::Tensor probs;
-    if (sink_logit.defined()) {  // one more softmax column holding b_h, dropped afterwards
-      auto column = sink_logit.to(scores.scalar_type()).view({-1, 1, 1}).expand({heads_, T, 1});
-      probs = torch::softmax(torch::cat({scores, column}, -1), -1).narrow(-1, 0, scores.size(-1));
-    } else {
-      probs = torch::softmax(scores, -1);
-    }
+    auto probs = softmax_with_sink(scores, sink_logit);  // [H, T, sinks_held + capacity + T]
     // probs · [sink_v; ring_v; v] without concatenating the stored values (a copy of the whole cache).
     const int64_t capacity = ring_v_[layer].size(1);
     auto out = torch::matmul(probs.narrow(-1, p.sinks_held + capacity, T), v);  // [H, T, D]

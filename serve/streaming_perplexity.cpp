@@ -26,10 +26,8 @@ StreamingPerplexity streaming_perplexity(CachedDecoder& decoder, std::shared_ptr
                                          const StreamingPerplexityOptions& options) {
   const auto& model = decoder.config();
   if (text_ids.size() < 2) fail("the text has ", text_ids.size(), " tokens; streaming perplexity needs at least 2");
-  std::vector<int64_t> ids;
-  for (int64_t i = 0; i < model.sink_count; ++i) ids.push_back(model.sink_token_id(i));
-  const int64_t first_text = ids.size();
-  ids.insert(ids.end(), text_ids.begin(), text_ids.end());
+  const std::vector<int64_t> ids = with_sink_prefix(model, text_ids);
+  const int64_t first_text = sink_prefix_length(model);
 
   const int64_t budget = policy->budget();
   DecoderStream stream(std::move(policy), rule, options.rotation, model, decoder.device());

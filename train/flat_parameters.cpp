@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "model/sink.h"
 
 namespace sinklm {
 
@@ -14,7 +15,7 @@ bool takes_weight_decay(const std::string& name) {
     return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
   };
   bool norm = name.find("layernorm") != std::string::npos || name.find("layer_norm") != std::string::npos;
-  return !norm && !ends_with(".bias") && !ends_with("sink_logit");
+  return !norm && !ends_with(".bias") && !is_sink_parameter(name);
 }
 
 FlatParameters::FlatParameters(torch::nn::Module& model, int64_t pad_multiple) {

@@ -141,7 +141,7 @@ Trainer::Trainer(Config config, std::string run_dir, bool resume, const Distribu
 
   open_loaders();
   // Targets are the next tokens; a target that is a sink id (positions 1..k-1) is never predicted.
-  targets_per_sample_ = options_.seq_len - std::max<int64_t>(1, model_config_.sink_count);
+  targets_per_sample_ = options_.seq_len - std::max<int64_t>(1, sink_prefix_length(model_config_));
   ParameterCount params = count_parameters(model_config_);
   flops_per_token_ = 6.0 * static_cast<double>(params.total - model_config_.vocab_size * model_config_.hidden_size) +
                      12.0 * model_config_.num_layers * model_config_.hidden_size * options_.seq_len;
@@ -167,7 +167,7 @@ void Trainer::open_loaders() {
   data.rank = context_.rank();
   data.world_size = context_.world_size();
   data.seed = options_.data_seed;
-  for (int64_t i = 0; i < model_config_.sink_count; ++i) data.sink_ids.push_back(model_config_.sink_token_id(i));
+  for (int64_t id : sink_prefix(model_config_)) data.sink_ids.push_back(static_cast<uint32_t>(id));
   loader_ = std::make_unique<TokenLoader>(TokenLoader::open(options_.shards, Split::Train, data));
   if (options_.validation_batches > 0) {
     // Validation batches are global batches in file order: the same samples whatever the number of ranks.
@@ -227,7 +227,8 @@ torch::Tensor Trainer::micro_batch_loss(const torch::Tensor& rows) {
   const int64_t L = options_.seq_len;
   auto input = rows.narrow(1, 0, L - 1);
   auto target = rows.narrow(1, 1, L - 1).clone();
-  if (model_config_.sink_count > 1) target.narrow(1, 0, model_config_.sink_count - 1).fill_(kIgnoreTarget);
+  const int64_t sinks = sink_prefix_length(model_config_);
+  if (sinks > 1) target.narrow(1, 0, sinks - 1).fill_(kIgnoreTarget);
   torch::Tensor logits;
   {
     std::optional<AutocastGuard> autocast;

@@ -6,7 +6,7 @@
 #include "core/atomic_dir.h"
 #include "core/error.h"
 #include "data/corpus_files.h"
-#include "data/prepare_steps.h"
+#include "cli/prepare_steps.h"
 #include "data/sentencepiece_tokenizer.h"
 
 namespace sinklm {

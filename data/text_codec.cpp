@@ -1,4 +1,4 @@
-#include "serve/text_codec.h"
+#include "data/text_codec.h"
 
 #include <filesystem>
 
@@ -48,6 +48,8 @@ class TokenizerCodec : public TextCodec {
   std::unique_ptr<Tokenizer> tokenizer_;
 };
 
+}  // namespace
+
 std::string find_tokenizer_file(const std::string& dir) {
   if (dir.empty() || !fs::is_directory(dir)) return "";
   for (const char* name : {"tokenizer.json", "vocab.json", "tokenizer.model"})
@@ -57,21 +59,19 @@ std::string find_tokenizer_file(const std::string& dir) {
   return "";
 }
 
-}  // namespace
-
 std::unique_ptr<TextCodec> load_text_codec(const std::string& tokenizer_path, const std::string& checkpoint_dir,
-                                           const ModelConfig& model) {
+                                           int64_t tokenizer_vocab_size) {
   const std::string path = tokenizer_path.empty() ? find_tokenizer_file(checkpoint_dir) : tokenizer_path;
   if (path.empty()) {
-    if (model.tokenizer_vocab_size < 256)
-      fail("no tokenizer: ", checkpoint_dir, " has none and the model's vocabulary (", model.tokenizer_vocab_size,
+    if (tokenizer_vocab_size < 256)
+      fail("no tokenizer: ", checkpoint_dir, " has none and the model's vocabulary (", tokenizer_vocab_size,
            ") is too small for bytes; pass --tokenizer PATH or token ids (--ids)");
     return std::make_unique<ByteCodec>();
   }
   auto tokenizer = load_tokenizer(path);
-  if (tokenizer->vocab_size() > static_cast<uint32_t>(model.tokenizer_vocab_size))
+  if (tokenizer->vocab_size() > static_cast<uint32_t>(tokenizer_vocab_size))
     fail("--tokenizer ", path, ": ", tokenizer->vocab_size(), " ids do not fit the model's tokenizer vocabulary (",
-         model.tokenizer_vocab_size, ")");
+         tokenizer_vocab_size, ")");
   return std::make_unique<TokenizerCodec>(std::move(tokenizer));
 }
 

@@ -1,4 +1,4 @@
-#include "eval/attention_probe.h"
+#include "model/attention_probe.h"
 
 #include <torch/torch.h>
 

@@ -4,8 +4,8 @@
 
 #include "core/error.h"
 #include "core/text_distance.h"
-#include "data/commands.h"
-#include "data/prepare_steps.h"
+#include "cli/commands.h"
+#include "cli/prepare_steps.h"
 
 namespace sinklm {
 

@@ -2,7 +2,7 @@
 //
 // The text is tokenized and cut into up to --segments consecutive segments of --tokens positions (sink
 // tokens of a `token` model first, as in training). Per segment, every layer's attention probabilities
-// (eval/attention_probe.h) give, per head, averaged over queries q >= T/2 ("far from the start") and over
+// (model/attention_probe.h) give, per head, averaged over queries q >= T/2 ("far from the start") and over
 // segments:
 //   sink_token       mass on the sink token(s)                          (token models)
 //   first_positions  mass on each of the first k text positions
@@ -26,10 +26,10 @@
 #include "core/args.h"
 #include "core/atomic_dir.h"
 #include "core/error.h"
-#include "eval/attention_probe.h"
-#include "eval/commands.h"
+#include "model/attention_probe.h"
+#include "cli/commands.h"
+#include "cli/inference_model.h"
 #include "eval/heatmap.h"
-#include "eval/model_under_test.h"
 
 namespace sinklm {
 namespace {
@@ -73,18 +73,19 @@ struct HeadStats {
 
 int run_analyze_command(const std::vector<std::string>& argv) {
   Args args("analyze", "--checkpoint DIR --text FILE --out DIR [--tokens N] [--segments S] [--first K] [--layers LIST]",
-            with_model_flags({{"text", "FILE", "UTF-8 text to analyse (held-out text, several segments long)"},
+            with_flags({{"text", "FILE", "UTF-8 text to analyse (held-out text, several segments long)"},
                               {"out", "DIR", "output directory (heads.json, analysis.md, PNGs), replaced atomically"},
                               {"tokens", "N", "positions per segment, sinks included (default min(256, context))"},
                               {"segments", "S", "segments averaged over (default 8)"},
                               {"first", "K", "first text positions reported per head (default 4)"},
                               {"layers", "LIST", "layers with an attention-map PNG (default 0,1,middle,last)"},
-                              {"map-tokens", "M", "rows and columns of the attention-map PNGs (default 16)"}}),
+                              {"map-tokens", "M", "rows and columns of the attention-map PNGs (default 16)"}},
+                       {model_flags()}),
             argv);
   if (args.print_help_if_requested()) return 0;
-  ModelUnderTest m = load_model_under_test(args);
+  InferenceModel m = open_inference_model(args);
   const ModelConfig& c = m.loaded.model->config();
-  const int64_t sinks = c.sink_count, L = c.num_layers, H = c.num_heads;
+  const int64_t sinks = sink_prefix_length(c), L = c.num_layers, H = c.num_heads;
   const int64_t T = args.get_int("tokens", std::min<int64_t>(256, c.max_position_embeddings));
   const int64_t k = args.get_int("first", 4), max_segments = args.get_int("segments", 8);
   const int64_t M = std::min<int64_t>(args.get_int("map-tokens", 16), T);
@@ -103,9 +104,8 @@ int run_analyze_command(const std::vector<std::string>& argv) {
   HeadStats stats{torch::zeros({L, H}), torch::zeros({L, H, k}), torch::zeros({L, H})};
   std::vector<torch::Tensor> maps(L);  // [M, M] averaged over heads, summed over segments
   for (int64_t s = 0; s < segments; ++s) {
-    std::vector<int64_t> ids;
-    for (int64_t i = 0; i < sinks; ++i) ids.push_back(c.sink_token_id(i));
-    ids.insert(ids.end(), text.begin() + s * per_segment, text.begin() + (s + 1) * per_segment);
+    const std::vector<int64_t> ids =
+        with_sink_prefix(c, {text.begin() + s * per_segment, text.begin() + (s + 1) * per_segment});
     auto probs = attention_probabilities(m.loaded.model, torch::tensor(ids, torch::kInt64).unsqueeze(0).to(device));
     for (int64_t l = 0; l < L; ++l) {
       auto far_rows = probs[l].narrow(1, far, T - far);  // [H, Q, T]

@@ -13,8 +13,8 @@
 #include "core/error.h"
 #include "model/checkpoint.h"
 #include "serve/cached_decoder.h"
-#include "serve/command_options.h"
-#include "serve/commands.h"
+#include "cli/commands.h"
+#include "cli/inference_model.h"
 
 namespace sinklm {
 namespace {
@@ -62,20 +62,19 @@ std::unique_ptr<DecoderStream> positioned_stream(CachedDecoder& decoder, std::sh
 
 int run_bench_decode_command(const std::vector<std::string>& argv) {
   Args args("bench-decode", "--checkpoint DIR [--cache sink_window] [--window W] [--streams K] [--start-position P]",
-            with_flags({{"checkpoint", "DIR", "checkpoint directory (full: --window is raised to hold the run)"},
-             {"streams", "K", "streams decoding together in one batch (default 1)"},
+            with_flags({{"streams", "K", "streams decoding together in one batch (default 1)"},
              {"start-position", "P", "stream position decoding starts at (default: the window)"},
              {"stream-all", "", "stream all P tokens through the cache first (for memory vs stream length)"},
              {"decode", "N", "tokens decoded per stream (default 64)"},
              {"warmup", "N", "untimed decode steps first (default 4)"},
              {"chunk", "N", "prefill chunk (default 256)"}},
-                       {cache_flags(), runtime_flags()}),
+                       {model_flags(), cache_flags()}),
             argv);
   if (args.print_help_if_requested()) return 0;
   torch::manual_seed(0);
-  const torch::Device device = apply_runtime_options(args);
-  auto loaded = load_checkpoint(args.require("checkpoint"), device);
-  CachedDecoder decoder(loaded.model);
+  InferenceModel m = open_inference_model(args, NeedsText::No);
+  const torch::Device device = m.device;
+  CachedDecoder decoder(m.loaded.model);
   const auto& model = decoder.config();
   c10::InferenceMode inference;
 

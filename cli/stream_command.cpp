@@ -10,10 +10,10 @@
 #include "core/args.h"
 #include "core/error.h"
 #include "model/checkpoint.h"
-#include "serve/command_options.h"
-#include "serve/commands.h"
+#include "cli/commands.h"
+#include "cli/inference_model.h"
 #include "serve/streaming_perplexity.h"
-#include "serve/text_codec.h"
+#include "data/text_codec.h"
 
 namespace sinklm {
 namespace {
@@ -55,35 +55,30 @@ void write_nll(const std::string& path, const std::vector<float>& nll) {
 int run_stream_command(const std::vector<std::string>& argv) {
   Args args("stream",
             "--checkpoint DIR (--text FILE | --ids FILE) [--cache sink_window] [--window W] [--sinks S] [--compare]",
-            with_flags({{"checkpoint", "DIR", "checkpoint directory"},
-             {"text", "FILE", "UTF-8 text to stream (tokenized with --tokenizer / the checkpoint's / bytes)"},
+            with_flags({{"text", "FILE", "UTF-8 text to stream (tokenized with --tokenizer / the checkpoint's / bytes)"},
              {"ids", "FILE", "whitespace-separated token ids instead of --text"},
-             {"tokenizer", "PATH", "tokenizer file (default: one in the checkpoint directory, else bytes)"},
              {"rotation", "IMPL", "relative (fast, default) | literal (the reference, one token at a time)"},
              {"compare", "", "run 0+W, 1+(W-1), 2+(W-2), 4+(W-4) and print a table (Table 3 of the paper)"},
              {"max-tokens", "N", "stream only the first N tokens of the text"},
              {"chunk", "N", "prefill chunk (default 256)"},
              {"segment", "N", "tokens per perplexity segment (default 1000)"},
              {"nll-out", "FILE", "per-token NLL (--compare: FILE.<S>+<R>)"},
-             {"json", "FILE", "also write the JSON summary here"},
-             {"set", "KEY=VALUE", "override a run-time config key, e.g. model.attention=reference"}},
-                       {cache_flags(), runtime_flags()}),
+             {"json", "FILE", "also write the JSON summary here"}},
+                       {model_flags(), cache_flags()}),
             argv);
   if (args.print_help_if_requested()) return 0;
-  const std::string checkpoint = args.require("checkpoint");
-  auto loaded = load_checkpoint(checkpoint, apply_runtime_options(args), args.get_all("set"));
-  CachedDecoder decoder(loaded.model);
+  if (args.has("ids") == args.has("text")) fail("give exactly one of --text FILE or --ids FILE");
+  InferenceModel m = open_inference_model(args, args.has("text") ? NeedsText::Yes : NeedsText::No);
+  CachedDecoder decoder(m.loaded.model);
   const ModelConfig& model = decoder.config();
 
   std::vector<int64_t> ids;
   std::string tokenizer_description = "ids file";
-  if (args.has("ids") == args.has("text")) fail("give exactly one of --text FILE or --ids FILE");
   if (args.has("ids")) {
     ids = read_ids_file(args.get("ids"), model);
   } else {
-    auto codec = load_text_codec(args.get("tokenizer"), checkpoint, model);
-    ids = codec->encode(read_whole_file(args.get("text"), "--text"));
-    tokenizer_description = codec->description();
+    ids = m.codec->encode(read_whole_file(args.get("text"), "--text"));
+    tokenizer_description = m.codec->description();
   }
   const int64_t max_tokens = args.get_int("max-tokens", -1);
   if (max_tokens >= 0 && static_cast<int64_t>(ids.size()) > max_tokens) ids.resize(max_tokens);
@@ -124,7 +119,7 @@ int run_stream_command(const std::vector<std::string>& argv) {
     if (args.has("nll-out")) write_nll(args.has("compare") ? args.get("nll-out") + "." + label : args.get("nll-out"), result.nll);
     results.push_back(entry);
   }
-  nlohmann::json summary = {{"checkpoint", checkpoint},
+  nlohmann::json summary = {{"checkpoint", m.checkpoint},
                             {"sink_mode", sink_mode_name(model.sink_mode)},
                             {"tokenizer", tokenizer_description},
                             {"text_tokens", ids.size()},
@@ -141,7 +136,7 @@ int run_stream_command(const std::vector<std::string>& argv) {
       return header;
     }().c_str());
     for (size_t i = 0; i < results.size(); ++i) std::printf("---|");
-    std::printf("\n| %s (%s) |", checkpoint.c_str(), sink_mode_name(model.sink_mode));
+    std::printf("\n| %s (%s) |", m.checkpoint.c_str(), sink_mode_name(model.sink_mode));
     for (const auto& r : results) {
       if (r["ppl"].is_null()) std::printf(" - |");
       else std::printf(" %.2f |", r["ppl"].get<double>());

@@ -8,7 +8,7 @@
 
 #include "core/args.h"
 #include "core/error.h"
-#include "data/commands.h"
+#include "cli/commands.h"
 #include "data/tokenizer.h"
 
 namespace sinklm {

@@ -1,4 +1,4 @@
-#include "model/commands.h"
+#include "cli/commands.h"
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
@@ -56,8 +56,7 @@ std::vector<int64_t> input_ids(const Args& args, const ModelConfig& model, int64
       fail("token id ", id, " is outside the tokenizer vocabulary [0, ", model.tokenizer_vocab_size, ")");
   if (ids.empty()) fail("the input is empty");
   // A token-sink model always sees its sink token(s) first, as in training.
-  for (int64_t i = model.sink_count - 1; i >= 0; --i) ids.insert(ids.begin(), model.sink_token_id(i));
-  return ids;
+  return with_sink_prefix(model, ids);
 }
 
 struct ForwardResult {
@@ -71,7 +70,7 @@ ForwardResult forward_on(GPTNeoXForCausalLM& model, const std::vector<int64_t>& 
   auto input = torch::tensor(ids, torch::kInt64).unsqueeze(0);
   ForwardResult r;
   r.logits = model->forward(input)[0].to(torch::kFloat32);  // [T, V]
-  const int64_t first = model->config().sink_count, T = input.size(1);
+  const int64_t first = sink_prefix_length(model->config()), T = input.size(1);
   r.predicted = T - 1 - first;
   if (r.predicted > 0) {
     auto logits = r.logits.narrow(0, first, r.predicted);

@@ -3,7 +3,7 @@
 
 #include "core/args.h"
 #include "core/error.h"
-#include "train/commands.h"
+#include "cli/commands.h"
 #include "train/trainer.h"
 
 namespace sinklm {

@@ -11,17 +11,15 @@
 #include "core/args.h"
 #include "core/error.h"
 #include "model/checkpoint.h"
-#include "serve/command_options.h"
-#include "serve/commands.h"
+#include "cli/commands.h"
+#include "cli/inference_model.h"
 #include "serve/openai_server.h"
 
 namespace sinklm {
 
 int run_serve_command(const std::vector<std::string>& argv) {
   Args args("serve", "--checkpoint DIR [--port 8000] [--cache sink_window --window W --sinks S] [--api-key KEY]",
-            with_flags({{"checkpoint", "DIR", "checkpoint directory"},
-             {"tokenizer", "PATH", "tokenizer file (default: one in the checkpoint directory, else bytes)"},
-             {"host", "ADDR", "address to listen on (default 127.0.0.1)"},
+            with_flags({{"host", "ADDR", "address to listen on (default 127.0.0.1)"},
              {"port", "N", "port (default 8000; 0 = any free port, printed on stdout)"},
              {"model-name", "NAME", "the model id in responses and /v1/models (default: the directory name)"},
              {"api-key", "KEY", "require 'Authorization: Bearer KEY' on /v1/* (default: $SINKLM_API_KEY, else none)"},
@@ -33,15 +31,15 @@ int run_serve_command(const std::vector<std::string>& argv) {
              {"max-tokens-limit", "N", "largest max_tokens a request may ask for (default 4096)"},
              {"max-concurrent", "N", "generations queued or running at once (default 64)"},
              {"prefill-chunk", "N", "prompt tokens per stream per step (default 256)"}},
-                       {cache_flags(), runtime_flags()}),
+                       {model_flags(), cache_flags()}),
             argv);
   if (args.print_help_if_requested()) return 0;
-  const std::string checkpoint = args.require("checkpoint");
-  const torch::Device device = apply_runtime_options(args);
-  auto loaded = load_checkpoint(checkpoint, device);
-  CachedDecoder decoder(loaded.model);
+  InferenceModel m = open_inference_model(args);
+  const std::string& checkpoint = m.checkpoint;
+  const torch::Device device = m.device;
+  CachedDecoder decoder(m.loaded.model);
   const auto& model = decoder.config();
-  auto codec = load_text_codec(args.get("tokenizer"), checkpoint, model);
+  const auto& codec = m.codec;
 
   StreamSettings settings;
   settings.cache = cache_options(args);

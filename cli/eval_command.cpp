@@ -10,10 +10,10 @@
 #include "core/args.h"
 #include "core/atomic_dir.h"
 #include "core/error.h"
-#include "eval/commands.h"
+#include "cli/commands.h"
+#include "cli/inference_model.h"
 #include "eval/eval_report.h"
 #include "eval/loglikelihood_scorer.h"
-#include "eval/model_under_test.h"
 #include "eval/proxy_tasks.h"
 #include "eval/task_formats.h"
 
@@ -60,7 +60,7 @@ int score_tasks(const Args& args) {
   std::vector<ZeroShotTask> loaded_tasks;
   for (const auto& name : tasks) loaded_tasks.push_back(load_task(name, data, limit));  // all inputs checked first
 
-  ModelUnderTest m = load_model_under_test(args);
+  InferenceModel m = open_inference_model(args);
   LoglikelihoodScorer scorer(m.loaded.model, *m.codec, args.get_int("batch", 16));
   std::ofstream samples;
   if (args.has("samples")) {
@@ -137,14 +137,15 @@ int run_eval_command(const std::vector<std::string>& argv) {
             "--checkpoint DIR --tasks LIST --data DIR [--out results.json] [--limit N] [--batch N]\n"
             "       sinklm eval --compare RUN_A RUN_B\n"
             "       sinklm eval build-tasks --corpus DIR --out DIR   (proxy tasks from held-out text)",
-            with_model_flags(
+            with_flags(
                 {{"tasks", "LIST", "comma-separated task names, or all (every known task with a file in --data)"},
                  {"data", "DIR", "directory of <task>.jsonl files (Hugging Face field names)"},
                  {"out", "FILE", "write results JSON here and the markdown table beside it (.md)"},
                  {"limit", "N", "first N documents of each task (default all)"},
                  {"batch", "N", "requests per forward pass (default 16); results do not depend on it"},
                  {"samples", "FILE", "write per-document log-probs and predictions (JSONL)"},
-                 {"compare", "RUN_A", "with a second positional RUN_B: print two results side by side"}}),
+                 {"compare", "RUN_A", "with a second positional RUN_B: print two results side by side"}},
+                {model_flags()}),
             argv);
   if (args.help_requested()) {
     std::cout << args.usage() << "\ntasks: ";

@@ -8,7 +8,6 @@
 #include <string_view>
 #include <vector>
 
-#include "model/model_config.h"
 
 namespace sinklm {
 
@@ -21,10 +20,14 @@ class TextCodec {
   virtual int64_t vocab_size() const = 0;  // ids in [0, vocab_size()) decode to text
 };
 
+// The tokenizer file in a checkpoint directory (tokenizer.json, vocab.json, tokenizer.model, *.tiktoken), or "".
+std::string find_tokenizer_file(const std::string& dir);
+
 // `tokenizer_path` empty: a tokenizer file found in `checkpoint_dir` (tokenizer.json, vocab.json,
-// tokenizer.model, *.tiktoken), else bytes. UserError when the tokenizer's ids do not fit the model.
+// tokenizer.model, *.tiktoken), else bytes. UserError when the tokenizer's ids do not fit the model's
+// `tokenizer_vocab_size` (ModelConfig::tokenizer_vocab_size).
 std::unique_ptr<TextCodec> load_text_codec(const std::string& tokenizer_path, const std::string& checkpoint_dir,
-                                           const ModelConfig& model);
+                                           int64_t tokenizer_vocab_size);
 
 // Length of the longest prefix of `bytes` that ends on a UTF-8 character boundary.
 size_t complete_utf8_prefix(std::string_view bytes);

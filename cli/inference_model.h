@@ -1,0 +1,46 @@
+// Opening a checkpoint for inference, the one way every command that runs a model does it (stream, serve,
+// bench-decode, eval, analyze), and the flags that go with it.
+//
+// Tokenizer resolution, first match wins:
+//   1. --tokenizer PATH;
+//   2. a tokenizer file inside the checkpoint directory (tokenizer.json, vocab.json, tokenizer.model,
+//      *.tiktoken): `sinklm train` copies the training tokenizer there;
+//   3. the checkpoint config's data.tokenizer (the training run's path), when that file exists here;
+//   4. bytes (id = byte value), when the model's tokenizer vocabulary has at least 256 ids.
+#pragma once
+#include <torch/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/args.h"
+#include "data/text_codec.h"
+#include "model/checkpoint.h"
+#include "serve/kv_cache_policy.h"
+
+namespace sinklm {
+
+// --checkpoint, --tokenizer, --device, --threads, --set.
+std::vector<FlagSpec> model_flags();
+// --cache, --window, --sinks, --positions.
+std::vector<FlagSpec> cache_flags();
+CacheOptions cache_options(const Args& args);
+
+// `own` followed by the shared tables, e.g. with_flags(own, {model_flags(), cache_flags()}).
+std::vector<FlagSpec> with_flags(std::vector<FlagSpec> own, std::initializer_list<std::vector<FlagSpec>> shared);
+
+struct InferenceModel {
+  std::string checkpoint;
+  torch::Device device = torch::kCPU;
+  LoadedModel loaded;                // model in eval mode on `device`
+  std::unique_ptr<TextCodec> codec;  // resolved in the order above
+};
+
+enum class NeedsText { Yes, No };  // No: the command reads token ids only (codec left null)
+
+// Applies --threads, picks --device (cpu | cuda | auto), loads --checkpoint with --set overrides, and
+// resolves the tokenizer. UserError naming the flag on any bad value.
+InferenceModel open_inference_model(const Args& args, NeedsText needs_text = NeedsText::Yes);
+
+}  // namespace sinklm

@@ -1,0 +1,52 @@
+// What a sink mode means, in one place. A fifth mode is added here (enum, name, the functions below), in
+// the schema's list (core/config_schema.cpp: model.sink.mode), and in model/gpt_neox.cpp if it brings a
+// parameter; every caller (training samples, prompts, streams, eval requests, cache defaults, weight decay,
+// checkpoints) asks this module instead of testing the mode itself.
+//
+//   none      vanilla softmax attention
+//   token     `model.sink.count` learnable sink tokens: embedding rows right after the tokenizer's vocabulary,
+//             prepended to every sample, prompt and stream (sink_prefix); never predicted, never sampled
+//   softmax1  softmax off by one: one extra softmax column with logit 0 and value 0 (the zero sink)
+//   logit     one learned logit per head and layer in that extra column (parameter `sink_logit`, [H])
+#pragma once
+#include <torch/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sinklm {
+
+struct ModelConfig;
+
+enum class SinkMode { None, Token, Softmax1, Logit };
+
+// Parses one of the schema's choices for model.sink.mode (the schema owns the list of names).
+SinkMode parse_sink_mode(const std::string& name);
+const char* sink_mode_name(SinkMode mode);
+
+// The ids put in front of every training sample, prompt, stream and eval context: the sink tokens
+// (mode token), else none. Their count is sink_prefix_length(); position sink_prefix_length() is the
+// first real token.
+std::vector<int64_t> sink_prefix(const ModelConfig& model);
+int64_t sink_prefix_length(const ModelConfig& model);
+// Prepends sink_prefix(model) to `ids`.
+std::vector<int64_t> with_sink_prefix(const ModelConfig& model, const std::vector<int64_t>& ids);
+
+// True for parameters that belong to the sink mechanism (no weight decay, zero init).
+bool is_sink_parameter(const std::string& name);
+
+// Sink slots a streaming cache keeps when the user does not say: exactly the model's sink tokens for a
+// token model (it was trained with that many), else 4 (StreamingLLM's choice for vanilla models).
+int64_t default_cache_sinks(const ModelConfig& model);
+
+// Whether attention has the extra sink column (softmax1, logit).
+bool has_sink_column(SinkMode mode);
+
+// softmax over the last dim of `scores` [..., H, Tq, Tk] with one more column holding `sink_logit` [H]
+// (undefined = no column: plain softmax), that column dropped afterwards: p_ij = exp(s_ij) / (exp(b_h) +
+// sum_j exp(s_ij)). Masked entries are -inf. Every attention path (model/attention.cpp's reference,
+// serve/'s stream caches) calls this; the fast path folds the same column into SDPA (model/attention.cpp).
+torch::Tensor softmax_with_sink(const torch::Tensor& scores, const torch::Tensor& sink_logit);
+
+}  // namespace sinklm
