@@ -1,6 +1,7 @@
-// Where a GPT-NeoX model's attention goes: each layer's attention probabilities, recomputed from the
-// layer's input with the reference softmax of model/attention.h (the same q, k as the forward pass; the
-// sink column of softmax1 / logit models dropped, so a row sums to 1 minus the mass the sink absorbed).
+// Where a GPT-NeoX model's attention goes: each layer's attention probabilities, from a back-end
+// (model/attention_backend.h) that runs the model's own forward and also computes the reference softmax of
+// model/attention.h on the same q, k (the sink column of softmax1 / logit models dropped, so a row sums to
+// 1 minus the mass the sink absorbed).
 #pragma once
 #include <torch/types.h>
 

@@ -6,7 +6,6 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "model/attention.h"
 
 namespace sinklm {
 namespace {
@@ -20,8 +19,7 @@ torch::nn::LayerNorm layer_norm(const ModelConfig& c) {
 GPTNeoXAttentionImpl::GPTNeoXAttentionImpl(const ModelConfig& c)
     : num_heads_(c.num_heads),
       head_dim_(c.head_dim()),
-      sink_mode_(c.sink_mode),
-      impl_(c.attention) {
+      sink_mode_(c.sink_mode) {
   query_key_value = register_module("query_key_value", torch::nn::Linear(c.hidden_size, 3 * c.hidden_size));
   dense = register_module("dense", torch::nn::Linear(c.hidden_size, c.hidden_size));
   if (sink_mode_ == SinkMode::Logit) sink_logit = register_parameter("sink_logit", torch::zeros({c.num_heads}));
@@ -33,13 +31,13 @@ torch::Tensor GPTNeoXAttentionImpl::sink_logit_or_undefined() const {
   return {};
 }
 
-torch::Tensor GPTNeoXAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+torch::Tensor GPTNeoXAttentionImpl::forward(const torch::Tensor& x, AttentionBackend& backend, int64_t layer) {
   const int64_t B = x.size(0), T = x.size(1);
   auto qkv = query_key_value(x).view({B, T, num_heads_, 3 * head_dim_}).permute({0, 2, 1, 3});  // [B, H, T, 3D]
-  auto q = apply_rotary(qkv.narrow(-1, 0, head_dim_), cos, sin);
-  auto k = apply_rotary(qkv.narrow(-1, head_dim_, head_dim_), cos, sin);
+  auto q = qkv.narrow(-1, 0, head_dim_);
+  auto k = qkv.narrow(-1, head_dim_, head_dim_);
   auto v = qkv.narrow(-1, 2 * head_dim_, head_dim_);
-  auto out = causal_attention(q, k, v, sink_logit_or_undefined(), impl_);  // [B, H, T, D]
+  auto out = backend.attend(layer, q, k, v, sink_logit_or_undefined());  // [B, H, T, D]
   return dense(out.transpose(1, 2).reshape({B, T, num_heads_ * head_dim_}));
 }
 
@@ -59,8 +57,8 @@ GPTNeoXLayerImpl::GPTNeoXLayerImpl(const ModelConfig& c) : parallel_residual_(c.
   mlp = register_module("mlp", GPTNeoXMLP(c));
 }
 
-torch::Tensor GPTNeoXLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
-  auto attended = attention(input_layernorm(x), cos, sin);
+torch::Tensor GPTNeoXLayerImpl::forward(const torch::Tensor& x, AttentionBackend& backend, int64_t layer) {
+  auto attended = attention->forward(input_layernorm(x), backend, layer);
   if (parallel_residual_) return x + attended + mlp(post_attention_layernorm(x));
   auto h = x + attended;
   return h + mlp(post_attention_layernorm(h));
@@ -81,12 +79,17 @@ GPTNeoXForCausalLMImpl::GPTNeoXForCausalLMImpl(const ModelConfig& c)
 }
 
 torch::Tensor GPTNeoXForCausalLMImpl::hidden_states(const torch::Tensor& input_ids, const torch::Tensor& positions) {
-  SINKLM_ASSERT(input_ids.dim() == 2, "input_ids must be [B, T]");
   auto pos = positions.defined() ? positions
                                  : torch::arange(input_ids.size(1), torch::TensorOptions().dtype(torch::kInt64).device(input_ids.device()));
-  auto [cos, sin] = rotary_.cos_sin(pos);
+  CausalAttention backend(rotary_, pos, config_.attention);
+  return hidden_states(input_ids, backend);
+}
+
+torch::Tensor GPTNeoXForCausalLMImpl::hidden_states(const torch::Tensor& input_ids, AttentionBackend& backend) {
+  SINKLM_ASSERT(input_ids.dim() == 2, "input_ids must be [B, T]");
   auto x = gpt_neox->embed_in(input_ids);  // [B, T, C]
-  for (const auto& layer : *gpt_neox->layers) x = layer->as<GPTNeoXLayer>()->forward(x, cos, sin);
+  int64_t index = 0;
+  for (const auto& layer : *gpt_neox->layers) x = layer->as<GPTNeoXLayer>()->forward(x, backend, index++);
   return gpt_neox->final_layer_norm(x);
 }
 

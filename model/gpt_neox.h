@@ -1,6 +1,10 @@
-// GPT-NeoX decoder (the Pythia architecture) with the four sink variants of `model.sink.mode`.
+// GPT-NeoX decoder (the Pythia architecture) with the sink variants of `model.sink.mode` (model/sink.h).
 // Module and parameter names follow Hugging Face's GPTNeoXForCausalLM exactly, so named_parameters()
 // are the checkpoint's tensor names (gpt_neox.layers.N.attention.query_key_value.weight, ...).
+//
+// The decoder layer is written once, here. Where its attention is computed (whole sequence, a probe that
+// records probabilities, many streams against their KV caches) is an AttentionBackend
+// (model/attention_backend.h); nothing outside model/ reaches into a layer's submodules.
 #pragma once
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
@@ -8,6 +12,7 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 
+#include "model/attention_backend.h"
 #include "model/model_config.h"
 #include "model/rotary.h"
 
@@ -16,8 +21,8 @@ namespace sinklm {
 class GPTNeoXAttentionImpl : public torch::nn::Module {
  public:
   explicit GPTNeoXAttentionImpl(const ModelConfig& config);
-  // x: [B, T, C]; cos/sin from RotaryEmbedding::cos_sin. Returns [B, T, C].
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+  // x: [B, T, C] -> [B, T, C]; q, k, v go to `backend` as layer `layer`.
+  torch::Tensor forward(const torch::Tensor& x, AttentionBackend& backend, int64_t layer);
   // The per-head extra softmax logit: learned ("logit"), zeros ("softmax1"), undefined otherwise. [H]
   torch::Tensor sink_logit_or_undefined() const;
 
@@ -28,7 +33,6 @@ class GPTNeoXAttentionImpl : public torch::nn::Module {
  private:
   int64_t num_heads_, head_dim_;
   SinkMode sink_mode_;
-  AttentionImpl impl_;
 };
 TORCH_MODULE(GPTNeoXAttention);
 
@@ -43,7 +47,8 @@ TORCH_MODULE(GPTNeoXMLP);
 class GPTNeoXLayerImpl : public torch::nn::Module {
  public:
   explicit GPTNeoXLayerImpl(const ModelConfig& config);
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+  // x: [B, T, C] -> [B, T, C]. Parallel residual x + attn(ln1(x)) + mlp(ln2(x)), else sequential.
+  torch::Tensor forward(const torch::Tensor& x, AttentionBackend& backend, int64_t layer);
   torch::nn::LayerNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
   GPTNeoXAttention attention{nullptr};
   GPTNeoXMLP mlp{nullptr};
@@ -68,8 +73,10 @@ class GPTNeoXForCausalLMImpl : public torch::nn::Module {
 
   // input_ids: [B, T] int64; positions: [T] or [B, T] int64 (undefined = 0..T-1). Returns logits [B, T, V].
   torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& positions = {});
-  // Final hidden states [B, T, C] (before embed_out), for callers that project only some positions.
+  // Final hidden states [B, T, C] (after the final LayerNorm, before embed_out), for callers that project
+  // only some positions. The first form is causal attention at `positions` (the model's attention impl).
   torch::Tensor hidden_states(const torch::Tensor& input_ids, const torch::Tensor& positions = {});
+  torch::Tensor hidden_states(const torch::Tensor& input_ids, AttentionBackend& backend);
 
   // GPT-NeoX initialisation: N(0, sqrt(2 / 5C)) ("small init") everywhere, N(0, 2 / (L sqrt C)) ("wang init")
   // for the two output projections of each layer, zero biases, unit LayerNorms, zero sink logits.
@@ -77,6 +84,7 @@ class GPTNeoXForCausalLMImpl : public torch::nn::Module {
   void initialize();
 
   const ModelConfig& config() const { return config_; }
+  const RotaryEmbedding& rotary() const { return rotary_; }
   GPTNeoXModel gpt_neox{nullptr};
   torch::nn::Linear embed_out{nullptr};  // [V, C], untied from embed_in
 

@@ -5,6 +5,34 @@
 #include "core/error.h"
 
 namespace sinklm {
+namespace {
+
+// The serving back-end of the decoder layer: the chunks of many streams packed in one batch row
+// ([1, H, N, D], chunk i at columns offsets[i] .. offsets[i] + T_i), each attending against its own cache.
+class PackedStreamAttention : public AttentionBackend {
+ public:
+  PackedStreamAttention(const std::vector<StreamChunk>& chunks, const std::vector<int64_t>& offsets,
+                        const std::vector<StreamCache*>& caches)
+      : chunks_(chunks), offsets_(offsets), caches_(caches) {}
+
+  torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                       const torch::Tensor& sink_logit) override {
+    std::vector<torch::Tensor> attended;  // per chunk [H, T, D]
+    for (size_t i = 0; i < chunks_.size(); ++i) {
+      const int64_t offset = offsets_[i], T = chunks_[i].ids.size();
+      attended.push_back(caches_[i]->attend(layer, q[0].narrow(1, offset, T), k[0].narrow(1, offset, T),
+                                            v[0].narrow(1, offset, T).contiguous(), sink_logit));
+    }
+    return torch::cat(attended, 1).unsqueeze(0);  // [1, H, N, D]
+  }
+
+ private:
+  const std::vector<StreamChunk>& chunks_;
+  const std::vector<int64_t>& offsets_;
+  const std::vector<StreamCache*>& caches_;
+};
+
+}  // namespace
 
 DecoderStream::DecoderStream(std::shared_ptr<const KvCachePolicy> policy, PositionRule rule, KeyRotation rotation,
                              const ModelConfig& model, torch::Device device)
@@ -84,42 +112,21 @@ std::vector<torch::Tensor> CachedDecoder::step(const std::vector<StreamChunk>& c
 }
 
 std::vector<torch::Tensor> CachedDecoder::cached_step(const std::vector<StreamChunk>& chunks, LogitsWanted wanted) {
-  const auto& c = config();
-  const int64_t H = c.num_heads, D = c.head_dim();
   std::vector<int64_t> ids, offsets;
+  std::vector<StreamCache*> caches;
   for (const auto& chunk : chunks) {
     offsets.push_back(ids.size());
     ids.insert(ids.end(), chunk.ids.begin(), chunk.ids.end());
+    caches.push_back(chunk.stream->cache_.get());
   }
-  const int64_t N = ids.size();
-  auto x = model_->gpt_neox->embed_in(torch::tensor(ids, torch::kInt64).to(device()));  // [N, C]
-  int64_t layer_index = 0;
-  for (const auto& module : *model_->gpt_neox->layers) {
-    auto* layer = module->as<GPTNeoXLayer>();
-    auto qkv = layer->attention->query_key_value(layer->input_layernorm(x)).view({N, H, 3 * D});  // [N, H, 3D]
-    auto sink_logit = layer->attention->sink_logit_or_undefined();
-    std::vector<torch::Tensor> attended;
-    for (size_t i = 0; i < chunks.size(); ++i) {
-      const int64_t T = chunks[i].ids.size();
-      auto part = qkv.narrow(0, offsets[i], T).permute({1, 0, 2});  // [H, T, 3D]
-      auto out = chunks[i].stream->cache_->attend(layer_index, part.narrow(-1, 0, D), part.narrow(-1, D, D),
-                                                  part.narrow(-1, 2 * D, D).contiguous(), sink_logit);  // [H, T, D]
-      attended.push_back(out.permute({1, 0, 2}).reshape({T, H * D}));
-    }
-    auto attention_out = layer->attention->dense(torch::cat(attended, 0));  // [N, C]
-    if (c.parallel_residual) {
-      x = x + attention_out + layer->mlp(layer->post_attention_layernorm(x));
-    } else {
-      x = x + attention_out;
-      x = x + layer->mlp(layer->post_attention_layernorm(x));
-    }
-    ++layer_index;
-  }
+  PackedStreamAttention backend(chunks, offsets, caches);
+  auto input = torch::tensor(ids, torch::kInt64).to(device()).unsqueeze(0);  // [1, N]
+  auto x = model_->hidden_states(input, backend)[0];                          // [N, C]
   std::vector<torch::Tensor> logits;
   for (size_t i = 0; i < chunks.size(); ++i) {
     const int64_t T = chunks[i].ids.size();
     auto rows = wanted == LogitsWanted::All ? x.narrow(0, offsets[i], T) : x.narrow(0, offsets[i] + T - 1, 1);
-    logits.push_back(model_->embed_out(model_->gpt_neox->final_layer_norm(rows)).to(torch::kFloat32));
+    logits.push_back(model_->embed_out(rows).to(torch::kFloat32));
     chunks[i].stream->cache_->advance(T);
     chunks[i].stream->record(chunks[i].ids);
   }

@@ -1,8 +1,9 @@
 // Forward passes of many token streams at once through their KV caches (continuous batching).
 //
 // Each DecoderStream owns its cache policy, position rule and cache. CachedDecoder::step() takes one chunk
-// of new ids per participating stream, runs the token-wise parts of every layer (LayerNorms, projections,
-// MLP) as one batch over all chunks, and the attention per stream against that stream's cache. Streams join
+// of new ids per participating stream and runs the model's one decoder layer (model/gpt_neox.h) over all
+// chunks packed in one batch row: the token-wise parts (LayerNorms, projections, MLP) as one batch, the
+// attention through a back-end that sends each chunk to its own stream's cache. Streams join
 // and leave between steps simply by being passed or not. Recompute streams keep no KV: each of their tokens
 // re-encodes the held tokens from scratch (the baseline StreamingLLM is measured against).
 #pragma once

@@ -8,6 +8,7 @@
 #include <deque>
 #include <nlohmann/json.hpp>
 
+#include "serve/completion_request.h"
 #include "serve/generation_worker.h"
 #include "serve/request_error.h"
 #include "serve/server_metrics.h"
@@ -38,82 +39,6 @@ int64_t unix_time() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// Typed access to optional request fields; wrong types are 400s naming the field.
-struct Fields {
-  const json& body;
-  const json* find(const char* name) const {
-    auto it = body.find(name);
-    return it == body.end() || it->is_null() ? nullptr : &*it;
-  }
-  [[noreturn]] void wrong(const char* name, const char* expected) const {
-    throw RequestError(400, "invalid_type", str("'", name, "' must be ", expected));
-  }
-  double number(const char* name, double fallback, double lo, double hi) const {
-    const json* v = find(name);
-    if (!v) return fallback;
-    if (!v->is_number()) wrong(name, "a number");
-    const double x = v->get<double>();
-    if (!(x >= lo && x <= hi)) throw RequestError(400, "invalid_value", str("'", name, "' must be in [", lo, ", ", hi, "], got ", x));
-    return x;
-  }
-  int64_t integer(const char* name, int64_t fallback, int64_t lo, int64_t hi) const {
-    const json* v = find(name);
-    if (!v) return fallback;
-    if (!v->is_number_integer()) wrong(name, "an integer");
-    const int64_t x = v->get<int64_t>();
-    if (x < lo || x > hi) throw RequestError(400, "invalid_value", str("'", name, "' must be in [", lo, ", ", hi, "], got ", x));
-    return x;
-  }
-  bool boolean(const char* name, bool fallback) const {
-    const json* v = find(name);
-    if (!v) return fallback;
-    if (!v->is_boolean()) wrong(name, "true or false");
-    return v->get<bool>();
-  }
-  std::string string(const char* name, const std::string& fallback) const {
-    const json* v = find(name);
-    if (!v) return fallback;
-    if (!v->is_string()) wrong(name, "a string");
-    return v->get<std::string>();
-  }
-  std::vector<std::string> strings(const char* name) const {  // a string or an array of strings
-    const json* v = find(name);
-    if (!v) return {};
-    if (v->is_string()) return {v->get<std::string>()};
-    if (!v->is_array()) wrong(name, "a string or an array of strings");
-    std::vector<std::string> out;
-    for (const auto& item : *v) {
-      if (!item.is_string()) wrong(name, "a string or an array of strings");
-      out.push_back(item.get<std::string>());
-    }
-    return out;
-  }
-};
-
-std::string chat_prompt(const json& body) {
-  auto it = body.find("messages");
-  if (it == body.end() || !it->is_array() || it->empty())
-    throw RequestError(400, "invalid_type", "'messages' must be a non-empty array of {\"role\", \"content\"}");
-  std::string text;
-  for (const auto& m : *it) {
-    if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || !m.contains("content") ||
-        !m["content"].is_string())
-      throw RequestError(400, "invalid_type", "every message must be {\"role\": string, \"content\": string}");
-    const std::string role = m["role"].get<std::string>();
-    const char* label = role == "system" ? "System" : role == "user" ? "User" : role == "assistant" ? "Assistant" : nullptr;
-    if (!label) throw RequestError(400, "invalid_value", str("message role '", role, "': expected system, user or assistant"));
-    text += str(label, ": ", m["content"].get<std::string>(), "\n");
-  }
-  return text + "Assistant:";
-}
-
-std::string completion_prompt(const json& body) {
-  auto it = body.find("prompt");
-  if (it != body.end() && it->is_string()) return it->get<std::string>();
-  if (it != body.end() && it->is_array() && it->size() == 1 && (*it)[0].is_string()) return (*it)[0].get<std::string>();
-  throw RequestError(400, "invalid_type", "'prompt' must be a string (or an array holding one string)");
-}
-
 // The metrics label of a path: known routes, else "other" (unknown paths must not create new series).
 std::string route_label(const std::string& path) {
   for (const char* route : {"/health", "/metrics", "/v1/models", "/v1/sessions", "/v1/completions", "/v1/chat/completions"})
@@ -132,7 +57,7 @@ struct Job {
   std::shared_ptr<Generation> generation;
   std::string id;
   int64_t created = 0;
-  bool chat = false;
+  bool chat = false, streaming = false;
   int64_t prompt_tokens = 0;
   int64_t tokens_counted = 0;  // completion tokens already added to the metrics (worker thread only)
   int64_t stream_length = 0, kv_entries = 0;  // the stream when the generation finished
@@ -217,55 +142,44 @@ struct OpenAiServer::Impl {
 
   void complete(const httplib::Request& req, httplib::Response& res, bool chat) {
     const auto started = std::chrono::steady_clock::now();
-    json body;
-    try {
-      body = json::parse(req.body);
-    } catch (const json::parse_error& e) {
-      throw RequestError(400, "invalid_json", str("the request body is not valid JSON: ", e.what()));
-    }
-    if (!body.is_object()) throw RequestError(400, "invalid_json", "the request body must be a JSON object");
-    Fields f{body};
-    if (f.integer("n", 1, 1, 1) != 1) throw RequestError(400, "invalid_value", "'n' must be 1");
-    GenerationRequest request;
-    request.max_tokens = f.integer("max_tokens", 16, 1, options.max_tokens_limit);
-    if (chat && f.find("max_completion_tokens")) request.max_tokens = f.integer("max_completion_tokens", 16, 1, options.max_tokens_limit);
-    request.sampling.temperature = f.number("temperature", 1.0, 0, 2);
-    request.sampling.top_p = f.number("top_p", 1.0, 1e-9, 1);
-    request.sampling.top_k = f.integer("top_k", 0, 0, 1 << 24);
-    request.sampling.seed = static_cast<uint64_t>(f.integer("seed", static_cast<int64_t>(next_id.load() * 7919), INT64_MIN, INT64_MAX));
-    request.stop = f.strings("stop");
-    if (request.stop.size() > 4) throw RequestError(400, "invalid_value", "'stop' holds at most 4 strings");
-    for (const auto& s : request.stop)
-      if (s.empty()) throw RequestError(400, "invalid_value", "'stop' strings must not be empty");
-    if (chat) request.stop.push_back("\nUser:");
-    const bool streaming = f.boolean("stream", false);
-    std::string session_id = f.string("session", req.get_header_value("X-Session-Id"));
-    auto text_ids = codec.encode(chat ? chat_prompt(body) : completion_prompt(body));
+    CompletionRequest request = parse_completion_request(
+        req.body, chat, req.get_header_value("X-Session-Id"), {options.max_tokens_limit, next_id.load() * 7919});
+    auto job = start_job(std::move(request));
+    if (job->streaming) return stream_response(job, res, started);
+    res.set_content(dump(whole_response(*job)), "application/json");
+    metrics.request_seconds.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  }
+
+  // Tokenizes the prompt, takes the request's stream (its session's, or a new one) and hands the generation
+  // to the worker. The session is handed back when the generation ends (on_delta) or here on failure.
+  std::shared_ptr<Job> start_job(CompletionRequest request) {
+    auto text_ids = codec.encode(request.prompt_text);
     if (static_cast<int64_t>(text_ids.size()) > options.max_prompt_tokens)
       throw RequestError(400, "prompt_too_long", str("the prompt has ", text_ids.size(), " tokens; the limit is ", options.max_prompt_tokens));
     if (worker.load() >= options.max_concurrent)
       throw RequestError(429, "too_many_streams", str("the server is generating for ", options.max_concurrent, " streams; retry shortly"));
-
     auto job = std::make_shared<Job>();
-    job->chat = chat;
+    job->chat = request.chat;
+    job->streaming = request.stream;
     job->created = unix_time();
-    job->id = str(chat ? "chatcmpl-" : "cmpl-", next_id++);
+    job->id = str(request.chat ? "chatcmpl-" : "cmpl-", next_id++);
     DecoderStream* stream;
-    if (!session_id.empty()) {
-      job->session = sessions.acquire(session_id);
+    if (!request.session_id.empty()) {
+      job->session = sessions.acquire(request.session_id);
       stream = job->session->stream.get();
     } else {
       job->own_stream = sessions.new_stream();
       stream = job->own_stream.get();
     }
     const auto& model = decoder.config();
-    if (stream->length() == 0) request.prompt = sink_prefix(model);  // a token-sink model sees its sinks first
-    if (job->session) request.prompt.insert(request.prompt.end(), job->session->unfed.begin(), job->session->unfed.end());
-    request.prompt.insert(request.prompt.end(), text_ids.begin(), text_ids.end());
-    job->prompt_tokens = request.prompt.size();
+    auto& prompt = request.generation.prompt;
+    if (stream->length() == 0) prompt = sink_prefix(model);  // a token-sink model sees its sinks first
+    if (job->session) prompt.insert(prompt.end(), job->session->unfed.begin(), job->session->unfed.end());
+    prompt.insert(prompt.end(), text_ids.begin(), text_ids.end());
+    job->prompt_tokens = prompt.size();
     try {
       std::weak_ptr<Job> weak = job;
-      job->generation = std::make_shared<Generation>(std::move(request), *stream, codec, model,
+      job->generation = std::make_shared<Generation>(std::move(request.generation), *stream, codec, model,
                                                      [this, weak](const GenerationDelta& d) { on_delta(weak, d); });
     } catch (...) {
       if (job->session) sessions.release(job->session);
@@ -273,30 +187,33 @@ struct OpenAiServer::Impl {
     }
     metrics.prompt_tokens += job->prompt_tokens;
     worker.submit(job->generation);
-    if (streaming) return stream_response(job, res, started);
+    return job;
+  }
+
+  // Waits for the whole generation; the non-streaming response body.
+  json whole_response(Job& job) {
     std::string text, finish, error;
     int64_t completion_tokens = 0;
     {
-      std::unique_lock<std::mutex> lock(job->mutex);
-      job->changed.wait(lock, [&] { return job->done; });
-      for (const auto& d : job->deltas) {
+      std::unique_lock<std::mutex> lock(job.mutex);
+      job.changed.wait(lock, [&] { return job.done; });
+      for (const auto& d : job.deltas) {
         text += d.text;
         completion_tokens = d.completion_tokens;
         if (!d.finish_reason.empty()) finish = d.finish_reason;
         if (!d.error.empty()) error = d.error;
       }
     }
-    metrics.request_seconds.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     if (finish == "error") throw RequestError(400, "context_length_exceeded", error);
     json choice = {{"index", 0}, {"finish_reason", finish}, {"logprobs", nullptr}};
-    if (chat) choice["message"] = {{"role", "assistant"}, {"content", text}};
+    if (job.chat) choice["message"] = {{"role", "assistant"}, {"content", text}};
     else choice["text"] = text;
-    json out = {{"id", job->id}, {"object", chat ? "chat.completion" : "text_completion"}, {"created", job->created},
+    json out = {{"id", job.id}, {"object", job.chat ? "chat.completion" : "text_completion"}, {"created", job.created},
                 {"model", options.model_name}, {"choices", json::array({choice})},
-                {"usage", {{"prompt_tokens", job->prompt_tokens}, {"completion_tokens", completion_tokens},
-                           {"total_tokens", job->prompt_tokens + completion_tokens}}}};
-    out["stream"] = stream_info(*job);
-    res.set_content(dump(out), "application/json");
+                {"usage", {{"prompt_tokens", job.prompt_tokens}, {"completion_tokens", completion_tokens},
+                           {"total_tokens", job.prompt_tokens + completion_tokens}}}};
+    out["stream"] = stream_info(job);
+    return out;
   }
 
   // On the worker thread. The final delta also hands the session back.

@@ -25,6 +25,8 @@ class FlatAdamW {
   // State for checkpoints: exp_avg [numel], exp_avg_sq [numel], and the step count.
   torch::Tensor& exp_avg() { return exp_avg_; }
   torch::Tensor& exp_avg_sq() { return exp_avg_sq_; }
+  const torch::Tensor& exp_avg() const { return exp_avg_; }
+  const torch::Tensor& exp_avg_sq() const { return exp_avg_sq_; }
   void set_steps_taken(int64_t steps);
 
  private:

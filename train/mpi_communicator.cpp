@@ -22,7 +22,7 @@ float* float_data(const torch::Tensor& t) {
 
 class MpiCommunicator : public Communicator {
  public:
-  MpiCommunicator(const DistributedContext& context, double timeout_s) : context_(context), timeout_s_(timeout_s) {}
+  MpiCommunicator(const DistributedContext& context, double timeout_s) : Communicator(context, timeout_s) {}
 
   void start_allreduce_sum(const torch::Tensor& buffer) override {
     pending_.emplace_back();
@@ -55,8 +55,6 @@ class MpiCommunicator : public Communicator {
   }
 
  private:
-  const DistributedContext& context_;
-  double timeout_s_;
   std::vector<MPI_Request> pending_;
 };
 
@@ -64,7 +62,8 @@ class MpiCommunicator : public Communicator {
 
 std::unique_ptr<Communicator> make_communicator(const DistributedContext& context, torch::Device device,
                                                 double timeout_s) {
-  if (device.is_cuda()) return make_nccl_communicator(context, device, timeout_s);
+  // A world of one never moves a tensor (its host collectives are no-ops), so it needs no NCCL communicator.
+  if (device.is_cuda() && context.world_size() > 1) return make_nccl_communicator(context, device, timeout_s);
   return std::make_unique<MpiCommunicator>(context, timeout_s);
 }
 

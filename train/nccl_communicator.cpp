@@ -28,7 +28,7 @@ ncclDataType_t nccl_type(const torch::Tensor& t) {
 class NcclCommunicator : public Communicator {
  public:
   NcclCommunicator(const DistributedContext& context, torch::Device device, double timeout_s)
-      : context_(context), device_(device), timeout_s_(timeout_s) {
+      : Communicator(context, timeout_s), device_(device) {
     c10::cuda::CUDAGuard guard(device_);
     ncclUniqueId id;
     if (context.is_root()) SINKLM_CHECK(ncclGetUniqueId(&id));
@@ -89,9 +89,7 @@ class NcclCommunicator : public Communicator {
     SINKLM_CHECK(cudaStreamWaitEvent(stream_, ready_, 0));
   }
 
-  const DistributedContext& context_;
   torch::Device device_;
-  double timeout_s_;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t ready_ = nullptr, done_ = nullptr;

@@ -1,9 +1,7 @@
 #include "train/trainer.h"
 
-#include <signal.h>
 #include <unistd.h>
 
-#include <ATen/cuda/CUDAContext.h>
 #include <torch/torch.h>
 
 #include <chrono>
@@ -17,7 +15,6 @@
 #include "core/error.h"
 #include "model/autocast_guard.h"
 #include "model/checkpoint.h"
-#include "model/safetensors.h"
 #include "train/training_checkpoint.h"
 
 namespace fs = std::filesystem;
@@ -35,44 +32,6 @@ torch::Device pick_device(const TrainOptions& o, const DistributedContext& conte
   return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(context.local_rank() % count));
 }
 
-// Float32 matmul throughput this process reaches: the CPU's practical peak for MFU. The best of several short
-// trials, so a neighbour process busy at start-up does not make the peak look low (and MFU above 100%).
-double measured_cpu_matmul_flops() {
-  const int64_t n = 1024;
-  auto a = torch::randn({n, n}), b = torch::randn({n, n});
-  torch::mm(a, b);
-  double best = 0;
-  for (int trial = 0; trial < 5; ++trial) {
-    auto start = std::chrono::steady_clock::now();
-    int reps = 0;
-    double seconds = 0;
-    while (seconds < 0.08) {
-      torch::mm(a, b);
-      ++reps;
-      seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    }
-    best = std::max(best, 2.0 * n * n * n * reps / seconds);
-  }
-  return best;
-}
-
-double device_peak_flops(const TrainOptions& o, torch::Device device) {
-  if (o.peak_tflops > 0) return o.peak_tflops * 1e12;
-  if (!device.is_cuda()) return measured_cpu_matmul_flops();
-  std::string name = at::cuda::getDeviceProperties(device.index())->name;  // dense bf16 tensor-core peaks
-  if (name.find("H100") != std::string::npos || name.find("H200") != std::string::npos) return 989e12;
-  if (name.find("A100") != std::string::npos) return 312e12;
-  return 0;  // unknown: MFU is not shown
-}
-
-std::string duration_text(double seconds) {
-  char buf[32];
-  long s = std::lround(seconds);
-  if (s >= 3600) std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, s / 60 % 60);
-  else std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
-  return buf;
-}
-
 // The model.* keys must match between a resumed run's config and its checkpoint.
 void check_same_model(const Config& now, const Config& saved, const std::string& checkpoint) {
   for (const auto& spec : config_schema())
@@ -81,31 +40,15 @@ void check_same_model(const Config& now, const Config& saved, const std::string&
            saved.text(spec.key), "; resume with the run's original config");
 }
 
-// The tokenizer travels inside every checkpoint, so `sinklm stream`/`serve` find it there.
-std::vector<std::string> tokenizer_files(const std::string& tokenizer) {
-  if (tokenizer.empty()) return {};
-  if (!fs::exists(tokenizer)) fail("data.tokenizer ", tokenizer, ": no such file");
-  std::vector<std::string> files = {tokenizer};
-  if (fs::path(tokenizer).filename() == "vocab.json") files.push_back((fs::path(tokenizer).parent_path() / "merges.txt").string());
-  return files;
-}
-
-void copy_file_durable(const std::string& from, const std::string& to) {
-  std::ifstream in(from, std::ios::binary);
-  if (!in) fail(from, ": cannot read");
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  write_file_durable(to, bytes);
-}
-
 }  // namespace
 
 Trainer::Trainer(Config config, std::string run_dir, bool resume, const DistributedContext& context)
     : config_(std::move(config)),
       run_dir_(std::move(run_dir)),
-      context_(context),
       options_(TrainOptions::from(config_, context.world_size())),
       model_config_(ModelConfig::from(config_)),
-      device_(pick_device(options_, context)) {
+      device_(pick_device(options_, context)),
+      faults_(options_, context.rank()) {
   if (options_.precision == "bf16" && !device_.is_cuda())
     fail(config_.source(), ": train.precision=bf16 needs CUDA; on the CPU sinklm trains in fp32");
   bf16_ = device_.is_cuda() && options_.precision != "fp32";
@@ -129,43 +72,33 @@ Trainer::Trainer(Config config, std::string run_dir, bool resume, const Distribu
   model_->to(device_);
   flat_ = std::make_unique<FlatParameters>(*model_, context.world_size());
   for (const auto& slot : flat_->slots()) flat_numel_ += slot.numel;
-  const bool sharded = options_.zero && context.world_size() > 1;
-  shard_numel_ = sharded ? flat_->padded_numel() / context.world_size() : flat_->padded_numel();
-  shard_begin_ = sharded ? context.rank() * shard_numel_ : 0;
-  optimizer_ = std::make_unique<FlatAdamW>(flat_->decay_mask().narrow(0, shard_begin_, shard_numel_), options_.adamw);
-  if (context.world_size() > 1) {
-    communicator_ = make_communicator(context, device_, options_.collective_timeout_s);
-    if (sharded) shard_grads_ = torch::zeros({shard_numel_}, flat_->grads().options());
-    else synchronizer_ = std::make_unique<GradientSynchronizer>(*flat_, *communicator_, options_.bucket_bytes);
-  }
+  communicator_ = make_communicator(context, device_, options_.collective_timeout_s);
+  reduction_ = make_gradient_reduction(*flat_, *communicator_, options_.zero, options_.bucket_bytes, options_.adamw);
 
-  open_loaders();
+  open_loaders(context);
   // Targets are the next tokens; a target that is a sink id (positions 1..k-1) is never predicted.
   targets_per_sample_ = options_.seq_len - std::max<int64_t>(1, sink_prefix_length(model_config_));
-  ParameterCount params = count_parameters(model_config_);
-  flops_per_token_ = 6.0 * static_cast<double>(params.total - model_config_.vocab_size * model_config_.hidden_size) +
-                     12.0 * model_config_.num_layers * model_config_.hidden_size * options_.seq_len;
-  peak_flops_ = device_peak_flops(options_, device_) * context.world_size();  // tokens/s counts every rank
+  throughput_ = std::make_unique<ThroughputMeter>(model_config_, options_, device_, context.world_size());
 
   if (checkpoint) restore(*checkpoint);
   if (context.is_root()) {
     open_run_directory();
     std::cerr << "sinklm train: " << context.world_size() << " rank(s) on " << device_ << (bf16_ ? " (bf16 autocast)" : " (fp32)")
-              << ", " << params.total << " parameters, " << options_.global_batch_samples << " x " << options_.seq_len
-              << " tokens per step (" << options_.accumulation << " micro-steps of " << options_.micro_batch
-              << " per rank), " << (flat_->padded_numel() == shard_numel_ ? "replicated" : "ZeRO-1 sharded")
+              << ", " << count_parameters(model_config_).total << " parameters, " << options_.global_batch_samples
+              << " x " << options_.seq_len << " tokens per step (" << options_.accumulation << " micro-steps of "
+              << options_.micro_batch << " per rank), " << (reduction_->sharded() ? "ZeRO-1 sharded" : "replicated")
               << " optimizer" << (checkpoint ? ", resumed from " + *checkpoint : std::string()) << "\n";
   }
 }
 
 Trainer::~Trainer() = default;
 
-void Trainer::open_loaders() {
+void Trainer::open_loaders(const DistributedContext& context) {
   LoaderOptions data;
   data.seq_len = options_.seq_len;
   data.global_batch = options_.global_batch_samples;
-  data.rank = context_.rank();
-  data.world_size = context_.world_size();
+  data.rank = context.rank();
+  data.world_size = context.world_size();
   data.seed = options_.data_seed;
   for (int64_t id : sink_prefix(model_config_)) data.sink_ids.push_back(static_cast<uint32_t>(id));
   loader_ = std::make_unique<TokenLoader>(TokenLoader::open(options_.shards, Split::Train, data));
@@ -196,31 +129,13 @@ void Trainer::restore(const std::string& checkpoint_dir) {
   nlohmann::json state = read_trainer_state(checkpoint_dir);
   if (state["flat_numel"].get<int64_t>() != flat_numel_)
     fail(checkpoint_dir, "/trainer_state.json: flat_numel ", state["flat_numel"].dump(), " but this model has ", flat_numel_);
-  OptimizerState moments = read_optimizer_state(checkpoint_dir, flat_numel_);
-  auto fit = [&](const torch::Tensor& full) {  // re-pad for this world size, then take this rank's range
-    auto padded = torch::zeros({flat_->padded_numel()});
-    padded.narrow(0, 0, flat_numel_).copy_(full);
-    return padded.narrow(0, shard_begin_, shard_numel_).to(device_);
-  };
-  torch::NoGradGuard no_grad;
-  optimizer_->exp_avg().copy_(fit(moments.exp_avg));
-  optimizer_->exp_avg_sq().copy_(fit(moments.exp_avg_sq));
-  optimizer_->set_steps_taken(state["adam_steps"].get<int64_t>());
+  reduction_->restore(read_optimizer_state(checkpoint_dir, flat_numel_), state["adam_steps"].get<int64_t>());
   first_step_ = state["step"].get<int64_t>();
   LoaderCursor cursor = LoaderCursor::from_json(state["loader"].dump(), checkpoint_dir + "/trainer_state.json");
   if (cursor.global_batch != options_.global_batch_samples)
     fail(checkpoint_dir, ": the checkpoint's global batch is ", cursor.global_batch, " samples but the config gives ",
          options_.global_batch_samples, "; resume with the same train.global_batch_tokens and train.seq_len");
   loader_->restore(cursor);
-}
-
-// `step` counts from 1, as the progress line does.
-void Trainer::inject_fault(int64_t step, FaultAction at) const {
-  if (step != options_.fault_step || context_.rank() != options_.fault_rank || options_.fault_action != at) return;
-  std::cerr << "sinklm train: fault injection (train.fault): rank " << context_.rank() << " at step " << step << "\n";
-  if (at == FaultAction::Hang)
-    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
-  ::raise(SIGKILL);
 }
 
 torch::Tensor Trainer::micro_batch_loss(const torch::Tensor& rows) {
@@ -240,20 +155,9 @@ torch::Tensor Trainer::micro_batch_loss(const torch::Tensor& rows) {
                           F::CrossEntropyFuncOptions().ignore_index(kIgnoreTarget).reduction(torch::kSum));
 }
 
-double Trainer::reduce_gradients() {
-  if (synchronizer_) synchronizer_->finish();
-  if (shard_grads_.defined()) {
-    communicator_->reduce_scatter_sum(flat_->grads(), shard_grads_);
-    std::vector<double> norm2 = {shard_grads_.pow(2).sum().item<double>()};
-    context_.allreduce_sum(norm2, "gradient norm", options_.collective_timeout_s);
-    return std::sqrt(norm2[0]);
-  }
-  return flat_->grads().norm().item<double>();
-}
-
 Trainer::StepResult Trainer::train_step(int64_t step) {
-  inject_fault(step + 1, FaultAction::Kill);
-  inject_fault(step + 1, FaultAction::Hang);
+  faults_.maybe_fail(step + 1, FaultAction::Kill);
+  faults_.maybe_fail(step + 1, FaultAction::Hang);
   std::vector<uint32_t> batch = loader_->next_batch();
   auto ids = batch_tensor(batch);  // [accumulation * micro_batch, seq_len]
   // Every micro-batch loss is divided by the global target count, so summing gradients over micro-steps and
@@ -261,21 +165,20 @@ Trainer::StepResult Trainer::train_step(int64_t step) {
   const double global_targets = static_cast<double>(options_.global_batch_samples * targets_per_sample_);
   torch::Tensor summed_loss = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
   for (int64_t m = 0; m < options_.accumulation; ++m) {
-    if (synchronizer_) synchronizer_->begin_backward(m == options_.accumulation - 1);
+    reduction_->begin_backward(m == options_.accumulation - 1);
     auto loss = micro_batch_loss(ids.narrow(0, m * options_.micro_batch, options_.micro_batch));
     (loss / global_targets).backward();
     summed_loss += loss.detach();  // stays on the device: one host sync per step, not per micro-step
   }
   double loss_sum = summed_loss.item<double>();
-  if (step + 1 == options_.fault_step && options_.fault_action == FaultAction::Nan &&
-      context_.rank() == options_.fault_rank) {
+  if (faults_.poisons(step + 1)) {
     loss_sum = std::nan("");
     flat_->grads().fill_(std::nan(""));
   }
   StepResult r;
-  r.grad_norm = reduce_gradients();
+  r.grad_norm = reduction_->reduce();
   std::vector<double> loss = {loss_sum};
-  context_.allreduce_sum(loss, "loss", options_.collective_timeout_s);
+  communicator_->allreduce_sum_host(loss, "loss");
   r.loss = loss[0] / global_targets;
   r.lr = learning_rate_at(step, options_.steps, options_.warmup_steps, options_.lr, options_.min_lr_ratio);
   torch::NoGradGuard no_grad;
@@ -284,16 +187,11 @@ Trainer::StepResult Trainer::train_step(int64_t step) {
       fail("non-finite loss (", r.loss, ") or gradient norm (", r.grad_norm, ") at step ", step + 1,
            "; the last checkpoint is untouched. Set train.nan_policy=skip to skip such batches");
     std::cerr << "sinklm train: step " << step + 1 << ": non-finite loss or gradient, update skipped\n";
-    flat_->grads().zero_();
+    reduction_->discard();
     r.skipped = true;
     return r;
   }
-  auto grads = shard_grads_.defined() ? shard_grads_ : flat_->grads();
-  if (options_.grad_clip > 0 && r.grad_norm > options_.grad_clip) grads.mul_(options_.grad_clip / (r.grad_norm + 1e-6));
-  optimizer_->step(flat_->values().narrow(0, shard_begin_, shard_numel_), grads, r.lr);
-  if (shard_grads_.defined())
-    communicator_->all_gather(flat_->values().narrow(0, shard_begin_, shard_numel_).clone(), flat_->values());
-  flat_->grads().zero_();
+  reduction_->step(r.grad_norm, options_.grad_clip, r.lr);
   return r;
 }
 
@@ -315,93 +213,83 @@ double Trainer::validation_loss() {
       sums[0] += micro_batch_loss(ids.narrow(0, m * options_.micro_batch, options_.micro_batch)).item<double>();
     sums[1] += static_cast<double>(ids.size(0) * targets_per_sample_);
   }
-  context_.allreduce_sum(sums, "validation loss", options_.collective_timeout_s);
+  communicator_->allreduce_sum_host(sums, "validation loss");
   return sums[0] / sums[1];
 }
 
+// All ranks write into one staging directory (train/training_checkpoint.h); rank 0 commits it once every
+// rank's files are durable.
 void Trainer::save_checkpoint(int64_t steps_done) {
   const std::string dir = checkpoint_dir_for_step(run_dir_, steps_done);
   const std::string staging_suffix = ".partial";
   std::unique_ptr<CheckpointWriter> writer;
-  if (context_.is_root()) writer = std::make_unique<CheckpointWriter>(dir, staging_suffix);
-  context_.barrier("checkpoint staging", options_.collective_timeout_s);
-  const bool sharded = shard_numel_ != flat_->padded_numel();
-  const std::string optimizer_file =
-      sharded ? "optimizer.rank" + std::to_string(context_.rank()) + ".safetensors" : "optimizer.safetensors";
-  if (sharded || context_.is_root()) {
-    write_safetensors(dir + staging_suffix + "/" + optimizer_file,
-                      {{"exp_avg", optimizer_->exp_avg()}, {"exp_avg_sq", optimizer_->exp_avg_sq()}},
-                      {{"begin", std::to_string(shard_begin_)}, {"end", std::to_string(shard_begin_ + shard_numel_)}});
-  }
-  inject_fault(steps_done, FaultAction::KillInCheckpoint);
-  context_.barrier("checkpoint files", options_.collective_timeout_s);
-  if (context_.is_root()) {
+  if (communicator_->is_root()) writer = std::make_unique<CheckpointWriter>(dir, staging_suffix);
+  communicator_->barrier("checkpoint staging");
+  reduction_->write_optimizer_state(dir + staging_suffix);
+  faults_.maybe_fail(steps_done, FaultAction::KillInCheckpoint);
+  communicator_->barrier("checkpoint files");
+  if (communicator_->is_root()) {
     writer->add_model(config_, model_);
     nlohmann::json state = {{"format", "sinklm-train-state"},
                             {"version", 1},
                             {"step", steps_done},
-                            {"adam_steps", optimizer_->steps_taken()},
-                            {"world_size", context_.world_size()},
-                            {"zero", sharded},
+                            {"adam_steps", reduction_->optimizer().steps_taken()},
+                            {"world_size", communicator_->world_size()},
+                            {"zero", reduction_->sharded()},
                             {"flat_numel", flat_numel_},
                             {"loader", nlohmann::json::parse(loader_->cursor().to_json())}};
     writer->add_file("trainer_state.json",
                      [&](const std::string& path) { write_file_durable(path, state.dump(2) + "\n"); });
-    for (const auto& file : tokenizer_files(config_.get_string("data.tokenizer")))
-      writer->add_file(fs::path(file).filename().string(), [&](const std::string& path) { copy_file_durable(file, path); });
-    for (int r = 0; r < context_.world_size(); ++r)
-      if (sharded) writer->adopt_file("optimizer.rank" + std::to_string(r) + ".safetensors");
-    if (!sharded) writer->adopt_file("optimizer.safetensors");
+    add_tokenizer_files(*writer, config_.get_string("data.tokenizer"));
+    for (const auto& file : reduction_->optimizer_files()) writer->adopt_file(file);
     writer->commit();
     prune_checkpoints(run_dir_, options_.keep_checkpoints);
   }
-  context_.barrier("checkpoint commit", options_.collective_timeout_s);
+  communicator_->barrier("checkpoint commit");
 }
 
 void Trainer::log(const nlohmann::json& record) {
-  if (!context_.is_root()) return;
+  if (!communicator_->is_root()) return;
   metrics_ << record.dump() << "\n";
   metrics_.flush();
+}
+
+void Trainer::report_progress(int64_t done, const StepResult& r, TrainSummary& summary) {
+  const auto w = throughput_->take_window();
+  const double tokens_per_step = throughput_->tokens_per_step();
+  log({{"step", done}, {"loss", r.loss}, {"lr", r.lr}, {"grad_norm", r.grad_norm}, {"skipped", r.skipped},
+       {"tokens", done * tokens_per_step}, {"tokens_per_s", w.tokens_per_s}, {"mfu", w.mfu}});
+  summary.tokens_per_second = w.tokens_per_s;
+  if (!communicator_->is_root()) return;
+  const bool tty = ::isatty(STDERR_FILENO);
+  char line[256];
+  std::snprintf(line, sizeof line, "step %lld/%lld | loss %.4f | lr %.2e | %.0f tok/s | MFU %.1f%% | ETA %s",
+                static_cast<long long>(done), static_cast<long long>(options_.steps), r.loss, r.lr, w.tokens_per_s,
+                100 * w.mfu, duration_text(w.seconds_per_token * tokens_per_step * (options_.steps - done)).c_str());
+  std::cerr << (tty ? "\r" : "") << line << (tty ? "   " : "\n") << std::flush;
 }
 
 TrainSummary Trainer::run() {
   TrainSummary summary;
   summary.steps = first_step_;
   summary.validation_loss = std::nan("");
-  const double tokens_per_step = static_cast<double>(options_.global_batch_samples * options_.seq_len);
   const bool tty = ::isatty(STDERR_FILENO);
   auto run_start = std::chrono::steady_clock::now();
-  double window_tokens = 0, window_seconds = 0;
   for (int64_t step = first_step_; step < options_.steps; ++step) {
     auto start = std::chrono::steady_clock::now();
     StepResult r = train_step(step);
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    window_tokens += tokens_per_step;
-    window_seconds += seconds;
+    throughput_->add_step(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     const int64_t done = step + 1;
+    const bool last = done == options_.steps;
     summary.steps = done;
     summary.last_loss = r.loss;
-    if (done % options_.log_every == 0 || done == options_.steps) {
-      double tokens_per_s = window_tokens / window_seconds;
-      double mfu = peak_flops_ > 0 ? tokens_per_s * flops_per_token_ / peak_flops_ : 0;
-      log({{"step", done}, {"loss", r.loss}, {"lr", r.lr}, {"grad_norm", r.grad_norm}, {"skipped", r.skipped},
-           {"tokens", done * tokens_per_step}, {"tokens_per_s", tokens_per_s}, {"mfu", mfu}});
-      if (context_.is_root()) {
-        char line[256];
-        std::snprintf(line, sizeof line, "step %lld/%lld | loss %.4f | lr %.2e | %.0f tok/s | MFU %.1f%% | ETA %s",
-                      static_cast<long long>(done), static_cast<long long>(options_.steps), r.loss, r.lr, tokens_per_s,
-                      100 * mfu, duration_text(window_seconds / window_tokens * tokens_per_step * (options_.steps - done)).c_str());
-        std::cerr << (tty ? "\r" : "") << line << (tty ? "   " : "\n") << std::flush;
-      }
-      summary.tokens_per_second = tokens_per_s;
-      window_tokens = window_seconds = 0;
-    }
-    const bool last = done == options_.steps;
+    if (done % options_.log_every == 0 || last) report_progress(done, r, summary);
     if ((options_.eval_every > 0 && done % options_.eval_every == 0) || last) {
       summary.validation_loss = validation_loss();
       if (!std::isnan(summary.validation_loss)) {
         log({{"step", done}, {"val_loss", summary.validation_loss}});
-        if (context_.is_root()) std::cerr << (tty ? "\n" : "") << "step " << done << " validation loss " << summary.validation_loss << "\n";
+        if (communicator_->is_root())
+          std::cerr << (tty ? "\n" : "") << "step " << done << " validation loss " << summary.validation_loss << "\n";
       }
     }
     if ((options_.checkpoint_every > 0 && done % options_.checkpoint_every == 0) || last) {
@@ -409,9 +297,10 @@ TrainSummary Trainer::run() {
       summary.last_checkpoint = checkpoint_dir_for_step(run_dir_, done);
     }
   }
-  if (context_.is_root() && tty) std::cerr << "\n";
+  if (communicator_->is_root() && tty) std::cerr << "\n";
   double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
-  if (summary.steps > first_step_) summary.tokens_per_second = tokens_per_step * (summary.steps - first_step_) / total;
+  if (summary.steps > first_step_)
+    summary.tokens_per_second = throughput_->tokens_per_step() * (summary.steps - first_step_) / total;
   return summary;
 }
 

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "core/atomic_dir.h"
 #include "core/error.h"
 #include "model/checkpoint.h"
 #include "model/safetensors.h"
@@ -99,6 +100,24 @@ OptimizerState read_optimizer_state(const std::string& checkpoint_dir, int64_t f
   state.exp_avg = state.exp_avg.narrow(0, 0, flat_numel);
   state.exp_avg_sq = state.exp_avg_sq.narrow(0, 0, flat_numel);
   return state;
+}
+
+std::vector<std::string> tokenizer_files(const std::string& tokenizer) {
+  if (tokenizer.empty()) return {};
+  if (!fs::exists(tokenizer)) fail("data.tokenizer ", tokenizer, ": no such file");
+  std::vector<std::string> files = {tokenizer};
+  if (fs::path(tokenizer).filename() == "vocab.json") files.push_back((fs::path(tokenizer).parent_path() / "merges.txt").string());
+  return files;
+}
+
+void add_tokenizer_files(CheckpointWriter& writer, const std::string& tokenizer) {
+  for (const auto& file : tokenizer_files(tokenizer)) {
+    writer.add_file(fs::path(file).filename().string(), [&](const std::string& path) {
+      std::ifstream in(file, std::ios::binary);
+      if (!in) fail(file, ": cannot read");
+      write_file_durable(path, std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
+    });
+  }
 }
 
 }  // namespace sinklm

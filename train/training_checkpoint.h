@@ -20,6 +20,10 @@
 
 #include <torch/types.h>
 
+#include <vector>
+
+#include "model/checkpoint.h"
+
 namespace sinklm {
 
 std::string checkpoint_dir_for_step(const std::string& run_dir, int64_t step);
@@ -39,5 +43,11 @@ struct OptimizerState {
 OptimizerState read_optimizer_state(const std::string& checkpoint_dir, int64_t flat_numel);
 
 nlohmann::json read_trainer_state(const std::string& checkpoint_dir);
+
+// The files of the tokenizer named by data.tokenizer (vocab.json brings its merges.txt); UserError if it is
+// missing. They travel inside every checkpoint, so `sinklm stream`/`serve`/`eval` find them there.
+std::vector<std::string> tokenizer_files(const std::string& tokenizer);
+// Copies those files into a checkpoint being written.
+void add_tokenizer_files(CheckpointWriter& writer, const std::string& tokenizer);
 
 }  // namespace sinklm

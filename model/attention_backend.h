@@ -1,0 +1,37 @@
+// Where a decoder layer's attention is computed. The GPT-NeoX layer (model/gpt_neox.h) exists once: it
+// projects q, k, v and hands them to a back-end, which owns positions and keys:
+//   - CausalAttention (here): the whole sequence at once, rotary at given positions; training and eval;
+//   - ProbingAttention (model/attention_probe.h): the same, and it records each layer's probabilities;
+//   - the stream caches (serve/cached_decoder.cpp): many streams packed in one batch, each against its own
+//     bounded KV cache with positions assigned inside the cache.
+// A new cache policy or attention variant is a new back-end; the layer does not change.
+#pragma once
+#include <torch/types.h>
+
+#include "model/model_config.h"
+#include "model/rotary.h"
+
+namespace sinklm {
+
+class AttentionBackend {
+ public:
+  virtual ~AttentionBackend() = default;
+  // Layer `layer`'s attention. q, k, v: [B, H, T, D] before rotary; sink_logit: [H] (softmax1, logit) or
+  // undefined (model/sink.h). Returns [B, H, T, D]. Called once per layer, in layer order.
+  virtual torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                               const torch::Tensor& sink_logit) = 0;
+};
+
+// Causal attention over the whole sequence; rotary at `positions` ([T] or [B, T] int64).
+class CausalAttention : public AttentionBackend {
+ public:
+  CausalAttention(const RotaryEmbedding& rotary, const torch::Tensor& positions, AttentionImpl impl);
+  torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                       const torch::Tensor& sink_logit) override;
+
+ protected:
+  torch::Tensor cos_, sin_;  // [T, R] or [B, T, R]
+  AttentionImpl impl_;
+};
+
+}  // namespace sinklm
