@@ -66,7 +66,7 @@ std::vector<int64_t> read_text_ids(const std::string& path, const TextCodec& cod
 
 // Per-head statistics accumulated over segments. [L, H] and [L, H, k].
 struct HeadStats {
-  torch::Tensor sink_token, first_positions, implicit_sink;
+  torch::Tensor sink, first_positions;  // sink: model/sink.h's sink_attention_mass
 };
 
 }  // namespace
@@ -101,7 +101,7 @@ int run_analyze_command(const std::vector<std::string>& argv) {
 
   const torch::Device device = m.loaded.model->embed_out->weight.device();
   const int64_t far = T / 2;  // queries far from the start: the second half of each segment
-  HeadStats stats{torch::zeros({L, H}), torch::zeros({L, H, k}), torch::zeros({L, H})};
+  HeadStats stats{torch::zeros({L, H}), torch::zeros({L, H, k})};
   std::vector<torch::Tensor> maps(L);  // [M, M] averaged over heads, summed over segments
   for (int64_t s = 0; s < segments; ++s) {
     const std::vector<int64_t> ids =
@@ -109,23 +109,19 @@ int run_analyze_command(const std::vector<std::string>& argv) {
     auto probs = attention_probabilities(m.loaded.model, torch::tensor(ids, torch::kInt64).unsqueeze(0).to(device));
     for (int64_t l = 0; l < L; ++l) {
       auto far_rows = probs[l].narrow(1, far, T - far);  // [H, Q, T]
-      if (sinks > 0) stats.sink_token[l] += far_rows.narrow(2, 0, sinks).sum(2).mean(1);
+      stats.sink[l] += sink_attention_mass(c, far_rows).mean(1);
       stats.first_positions[l] += far_rows.narrow(2, sinks, k).mean(1);
-      stats.implicit_sink[l] += (1 - far_rows.sum(2)).mean(1);
       auto map = probs[l].narrow(1, 0, M).narrow(2, 0, M).mean(0);
       maps[l] = maps[l].defined() ? maps[l] + map : map;
     }
   }
-  for (auto* t : {&stats.sink_token, &stats.first_positions, &stats.implicit_sink}) *t /= double(segments);
-  const bool explicit_sink = c.sink_mode == SinkMode::Token;
-  const bool implicit_sink = c.sink_mode == SinkMode::Softmax1 || c.sink_mode == SinkMode::Logit;
+  for (auto* t : {&stats.sink, &stats.first_positions}) *t /= double(segments);
+  const SinkSite site = sink_site(c.sink_mode);
+  const bool explicit_sink = site == SinkSite::Tokens, implicit_sink = site == SinkSite::Column;
   // The mass a reader looks for first: on the sink token, on the sink logit, or (vanilla) on position 0.
   const torch::Tensor position0 = stats.first_positions.select(2, 0);  // [L, H]
-  const torch::Tensor headline = (explicit_sink   ? stats.sink_token
-                                  : implicit_sink ? stats.implicit_sink
-                                                  : position0)
-                                     .contiguous();
-  const std::string headline_name = explicit_sink ? "sink token" : implicit_sink ? "sink logit" : "position 0";
+  const torch::Tensor headline = stats.sink.contiguous();
+  const std::string headline_name = sink_site_name(site);
   const bool sink_is_not_text = explicit_sink || implicit_sink;
 
   nlohmann::json report = {{"checkpoint", m.checkpoint}, {"sink_mode", sink_mode_name(c.sink_mode)},
@@ -143,10 +139,10 @@ int run_analyze_command(const std::vector<std::string>& argv) {
     nlohmann::json heads = nlohmann::json::array();
     for (int64_t h = 0; h < H; ++h) {
       nlohmann::json head = {{"head", h}};
-      if (explicit_sink) head["sink_token"] = stats.sink_token[l][h].item<double>();
+      if (explicit_sink) head["sink_token"] = stats.sink[l][h].item<double>();
       head["first_positions"] = std::vector<double>(stats.first_positions[l][h].data_ptr<float>(),
                                                     stats.first_positions[l][h].data_ptr<float>() + k);
-      if (implicit_sink) head["implicit_sink"] = stats.implicit_sink[l][h].item<double>();
+      if (implicit_sink) head["implicit_sink"] = stats.sink[l][h].item<double>();
       heads.push_back(head);
     }
     report["layers"].push_back({{"layer", l}, {"heads", heads}});

@@ -59,6 +59,29 @@ int64_t default_cache_sinks(const ModelConfig& model) {
 
 bool has_sink_column(SinkMode mode) { return mode == SinkMode::Softmax1 || mode == SinkMode::Logit; }
 
+SinkSite sink_site(SinkMode mode) {
+  if (mode == SinkMode::Token) return SinkSite::Tokens;
+  return has_sink_column(mode) ? SinkSite::Column : SinkSite::FirstPosition;
+}
+
+const char* sink_site_name(SinkSite site) {
+  switch (site) {
+    case SinkSite::FirstPosition: return "position 0";
+    case SinkSite::Tokens: return "sink token";
+    case SinkSite::Column: return "sink logit";
+  }
+  SINKLM_ASSERT(false, "unhandled SinkSite");
+}
+
+torch::Tensor sink_attention_mass(const ModelConfig& model, const torch::Tensor& probs) {
+  switch (sink_site(model.sink_mode)) {
+    case SinkSite::Tokens: return probs.narrow(-1, 0, sink_prefix_length(model)).sum(-1);
+    case SinkSite::Column: return 1 - probs.sum(-1);  // what the dropped column absorbed
+    case SinkSite::FirstPosition: return probs.select(-1, 0);
+  }
+  SINKLM_ASSERT(false, "unhandled SinkSite");
+}
+
 torch::Tensor softmax_with_sink(const torch::Tensor& scores, const torch::Tensor& sink_logit) {
   if (!sink_logit.defined()) return torch::softmax(scores, -1);
   // The sink addend of the denominator, written as one more column so the max-subtraction covers it too.

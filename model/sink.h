@@ -43,6 +43,16 @@ int64_t default_cache_sinks(const ModelConfig& model);
 // Whether attention has the extra sink column (softmax1, logit).
 bool has_sink_column(SinkMode mode);
 
+// Where a model's sink sits, for measuring the attention it receives (`sinklm analyze`, training probes):
+// on its sink tokens (token), in the extra column (softmax1, logit), or, for a vanilla model, wherever
+// training put it: the first position is the only candidate every query sees.
+enum class SinkSite { FirstPosition, Tokens, Column };
+SinkSite sink_site(SinkMode mode);
+const char* sink_site_name(SinkSite site);  // "position 0", "sink token", "sink logit"
+// probs: [..., Tq, Tk] attention probabilities with the sink column dropped (model/attention_probe.h), the
+// sequence starting with sink_prefix(). Returns [..., Tq]: each query's mass on the sink.
+torch::Tensor sink_attention_mass(const ModelConfig& model, const torch::Tensor& probs);
+
 // softmax over the last dim of `scores` [..., H, Tq, Tk] with one more column holding `sink_logit` [H]
 // (undefined = no column: plain softmax), that column dropped afterwards: p_ij = exp(s_ij) / (exp(b_h) +
 // sum_j exp(s_ij)). Masked entries are -inf. Every attention path (model/attention.cpp's reference,
