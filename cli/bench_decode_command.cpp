@@ -1,6 +1,11 @@
 // sinklm bench-decode: per-token decode latency and throughput of K streams decoding together through one
 // cache policy, starting at stream position P (the cache is filled, then moved to P without streaming
 // P tokens, unless --stream-all). Prints one JSON object. scripts/bench_serve runs the matrix.
+//
+// The memory-traffic bound printed beside the figure: a decode step reads every weight once (the embedding
+// only its K rows) and every stream's K and V once, so at the measured copy bandwidth B (bytes read +
+// written per second by a 256 MiB tensor copy) a step of K streams takes at least
+// (weight_bytes + K * kv_bytes_per_stream) / B, and K streams decode at most K / that tokens/s.
 #include <sys/resource.h>
 #include <torch/torch.h>
 
@@ -18,6 +23,29 @@
 
 namespace sinklm {
 namespace {
+
+// Bytes per second a large float32 copy moves (read + write), best of 3: the memory bandwidth one
+// LibTorch thread pool reaches here.
+double measured_copy_bandwidth() {
+  auto src = torch::ones({64 << 20}), dst = torch::empty_like(src);  // 256 MiB each
+  dst.copy_(src);
+  double best = 0;
+  for (int trial = 0; trial < 3; ++trial) {
+    const auto t0 = std::chrono::steady_clock::now();
+    dst.copy_(src);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::max(best, 2.0 * src.numel() * sizeof(float) / seconds);
+  }
+  return best;
+}
+
+// Bytes one decode step reads from the weights: every parameter except the input embedding (a lookup).
+double decode_weight_bytes(GPTNeoXForCausalLM& model) {
+  double bytes = 0;
+  for (const auto& p : model->named_parameters())
+    if (p.key().find("embed_in") == std::string::npos) bytes += p.value().numel() * p.value().element_size();
+  return bytes;
+}
 
 double peak_rss_mib() {
   rusage usage{};
@@ -67,7 +95,8 @@ int run_bench_decode_command(const std::vector<std::string>& argv) {
              {"stream-all", "", "stream all P tokens through the cache first (for memory vs stream length)"},
              {"decode", "N", "tokens decoded per stream (default 64)"},
              {"warmup", "N", "untimed decode steps first (default 4)"},
-             {"chunk", "N", "prefill chunk (default 256)"}},
+             {"chunk", "N", "prefill chunk (default 256)"},
+             {"no-batch", "", "attend stream by stream (the baseline of batched decoding)"}},
                        {model_flags(), cache_flags()}),
             argv);
   if (args.print_help_if_requested()) return 0;
@@ -75,6 +104,7 @@ int run_bench_decode_command(const std::vector<std::string>& argv) {
   InferenceModel m = open_inference_model(args, NeedsText::No);
   const torch::Device device = m.device;
   CachedDecoder decoder(m.loaded.model);
+  decoder.set_batched_decode(!args.has("no-batch"));
   const auto& model = decoder.config();
   c10::InferenceMode inference;
 
@@ -108,9 +138,17 @@ int run_bench_decode_command(const std::vector<std::string>& argv) {
   std::sort(sorted.begin(), sorted.end());
   double total_ms = 0;
   for (double ms : step_ms) total_ms += ms;
+  const auto percentile = [&](double p) { return sorted[std::min(sorted.size() - 1, size_t(p * sorted.size()))]; };
+  const double weight_bytes = decode_weight_bytes(m.loaded.model);
+  const double kv_bytes = 2.0 * model.num_layers * model.hidden_size * sizeof(float) * owned[0]->entries();
+  const double bandwidth = measured_copy_bandwidth();
+  const double bound = streams * bandwidth / (weight_bytes + streams * kv_bytes);
   nlohmann::json out = {{"cache", policy->name()}, {"config", policy->label()}, {"cache_size", cache_size},
                         {"streams", streams}, {"start_position", start}, {"decoded_per_stream", decode},
                         {"median_step_ms", sorted[sorted.size() / 2]}, {"mean_step_ms", total_ms / step_ms.size()},
+                        {"p99_step_ms", percentile(0.99)}, {"batched", !args.has("no-batch")},
+                        {"weight_bytes", weight_bytes}, {"kv_bytes_per_stream", kv_bytes},
+                        {"copy_bandwidth_gbs", bandwidth / 1e9}, {"bound_tokens_per_second", bound},
                         {"tokens_per_second", streams * decode / (total_ms / 1000.0)},
                         {"kv_entries", owned[0]->entries()}, {"peak_rss_mib", peak_rss_mib()},
                         {"threads", torch::get_num_threads()}, {"device", device.str()}};

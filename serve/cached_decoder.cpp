@@ -8,28 +8,71 @@ namespace sinklm {
 namespace {
 
 // The serving back-end of the decoder layer: the chunks of many streams packed in one batch row
-// ([1, H, N, D], chunk i at columns offsets[i] .. offsets[i] + T_i), each attending against its own cache.
+// ([1, H, N, D], chunk i at columns offsets[i] .. offsets[i] + T_i). Decode tokens of pooled caches that
+// share a page attend together (PooledDecodeBatch); every other chunk attends against its own cache.
 class PackedStreamAttention : public AttentionBackend {
  public:
   PackedStreamAttention(const std::vector<StreamChunk>& chunks, const std::vector<int64_t>& offsets,
-                        const std::vector<StreamCache*>& caches)
-      : chunks_(chunks), offsets_(offsets), caches_(caches) {}
+                        const std::vector<StreamCache*>& caches, const ModelConfig& model, bool batched)
+      : chunks_(chunks), offsets_(offsets), caches_(caches), alone_(chunks.size(), true) {
+    if (batched) group_decode_tokens(model);
+  }
+
+  int64_t batched_tokens() const {
+    int64_t n = 0;
+    for (const auto& group : groups_) n += group.columns.size(0);
+    return n;
+  }
 
   torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                        const torch::Tensor& sink_logit) override {
-    std::vector<torch::Tensor> attended;  // per chunk [H, T, D]
+    auto out = torch::empty_like(q);  // [1, H, N, D]
     for (size_t i = 0; i < chunks_.size(); ++i) {
+      if (!alone_[i]) continue;
       const int64_t offset = offsets_[i], T = chunks_[i].ids.size();
-      attended.push_back(caches_[i]->attend(layer, q[0].narrow(1, offset, T), k[0].narrow(1, offset, T),
-                                            v[0].narrow(1, offset, T).contiguous(), sink_logit));
+      out[0].narrow(1, offset, T).copy_(caches_[i]->attend(layer, q[0].narrow(1, offset, T), k[0].narrow(1, offset, T),
+                                                           v[0].narrow(1, offset, T).contiguous(), sink_logit));
     }
-    return torch::cat(attended, 1).unsqueeze(0);  // [1, H, N, D]
+    for (auto& group : groups_) {
+      auto rows = [&](const torch::Tensor& x) { return x[0].index_select(1, group.columns).transpose(0, 1).unsqueeze(2); };
+      auto attended = group.batch->attend(layer, rows(q), rows(k), rows(v), sink_logit);  // [n, H, 1, D]
+      out[0].index_copy_(1, group.columns, attended.squeeze(2).transpose(0, 1));
+    }
+    return out;
   }
 
  private:
+  struct Group {
+    std::unique_ptr<PooledDecodeBatch> batch;
+    torch::Tensor columns;  // [n] the group's columns in the packed row
+  };
+
+  // Decode tokens of pooled caches, grouped by (pool page, position rule); the batch factory decides.
+  void group_decode_tokens(const ModelConfig& model) {
+    std::map<std::tuple<const KvPool*, int64_t, PositionRule>, std::vector<size_t>> candidates;
+    for (size_t i = 0; i < chunks_.size(); ++i) {
+      const auto [pool, page] = caches_[i]->pool_page();
+      if (chunks_[i].ids.size() == 1 && pool) candidates[{pool, page, chunks_[i].stream->position_rule()}].push_back(i);
+    }
+    for (const auto& [key, members] : candidates) {
+      std::vector<StreamCache*> caches;
+      std::vector<int64_t> columns;
+      for (size_t i : members) {
+        caches.push_back(caches_[i]);
+        columns.push_back(offsets_[i]);
+      }
+      auto batch = make_pooled_decode_batch(caches, model);
+      if (!batch) continue;
+      for (size_t i : members) alone_[i] = false;
+      groups_.push_back({std::move(batch), torch::tensor(columns, torch::kInt64)});
+    }
+  }
+
   const std::vector<StreamChunk>& chunks_;
   const std::vector<int64_t>& offsets_;
   const std::vector<StreamCache*>& caches_;
+  std::vector<bool> alone_;  // attends on its own
+  std::vector<Group> groups_;
 };
 
 }  // namespace
@@ -119,7 +162,9 @@ std::vector<torch::Tensor> CachedDecoder::cached_step(const std::vector<StreamCh
     ids.insert(ids.end(), chunk.ids.begin(), chunk.ids.end());
     caches.push_back(chunk.stream->cache_.get());
   }
-  PackedStreamAttention backend(chunks, offsets, caches);
+  if (batched_decode_) pool_decoding_caches(chunks);
+  PackedStreamAttention backend(chunks, offsets, caches, config(), batched_decode_);
+  batched_decode_tokens_ += backend.batched_tokens();
   auto input = torch::tensor(ids, torch::kInt64).to(device()).unsqueeze(0);  // [1, N]
   auto x = model_->hidden_states(input, backend)[0];                          // [N, C]
   std::vector<torch::Tensor> logits;
@@ -131,6 +176,22 @@ std::vector<torch::Tensor> CachedDecoder::cached_step(const std::vector<StreamCh
     chunks[i].stream->record(chunks[i].ids);
   }
   return logits;
+}
+
+void CachedDecoder::pool_decoding_caches(const std::vector<StreamChunk>& chunks) {
+  int64_t decoding = 0;
+  for (const auto& chunk : chunks) decoding += chunk.ids.size() == 1;
+  if (decoding < 2) return;  // a lone decoding stream gains nothing from a pool slot
+  const auto& c = config();
+  for (const auto& chunk : chunks) {
+    const auto& policy = chunk.stream->policy();
+    if (chunk.ids.size() != 1 || !policy.fills_budget()) continue;
+    auto& pool = pools_[{policy.sinks(), policy.recent_capacity()}];
+    if (!pool)
+      pool = std::make_shared<KvPool>(c.num_layers, c.num_heads, policy.sinks(), policy.recent_capacity(), c.head_dim(),
+                                      device());
+    chunk.stream->cache_->adopt_pool(pool);
+  }
 }
 
 torch::Tensor CachedDecoder::recompute_step(const StreamChunk& chunk, LogitsWanted wanted) {

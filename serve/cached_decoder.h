@@ -10,6 +10,7 @@
 #include <torch/types.h>
 
 #include <deque>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -68,12 +69,22 @@ class CachedDecoder {
   const ModelConfig& config() const { return model_->config(); }
   GPTNeoXForCausalLM& model() { return model_; }
   torch::Device device() const;
+  // Decode tokens of streams whose policies fill their budget attend in one call per layer and pool page
+  // (serve/kv_pool.h); off: every stream attends on its own (the reference the batched path is tested
+  // against, and the baseline of `sinklm bench-decode --no-batch`).
+  void set_batched_decode(bool on) { batched_decode_ = on; }
+  int64_t batched_decode_tokens() const { return batched_decode_tokens_; }  // decode tokens attended in batches
 
  private:
   std::vector<torch::Tensor> cached_step(const std::vector<StreamChunk>& chunks, LogitsWanted wanted);
   torch::Tensor recompute_step(const StreamChunk& chunk, LogitsWanted wanted);
+  // Moves the caches of this step's decode tokens into the pool of their shape.
+  void pool_decoding_caches(const std::vector<StreamChunk>& chunks);
 
   GPTNeoXForCausalLM model_;
+  bool batched_decode_ = true;
+  int64_t batched_decode_tokens_ = 0;
+  std::map<std::pair<int64_t, int64_t>, std::shared_ptr<KvPool>> pools_;  // by (S, R)
 };
 
 }  // namespace sinklm

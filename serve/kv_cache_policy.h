@@ -28,6 +28,10 @@ class KvCachePolicy {
   virtual ~KvCachePolicy() = default;
   virtual std::string name() const = 0;
   virtual bool recomputes() const { return false; }
+  // Whether a stream's cache fills its whole budget and then evicts (window, sink_window): its storage can
+  // be allocated once, in a shared pool (serve/kv_pool.h). `full` only refuses past a limit that is often
+  // far above use, so it grows instead.
+  virtual bool fills_budget() const { return !recomputes(); }
   // Called before `count` tokens are appended to a stream of `stream_length`; FullCache refuses past its limit.
   virtual void check_append(int64_t stream_length, int64_t count) const;
 
@@ -67,6 +71,7 @@ class FullCache : public KvCachePolicy {
  public:
   explicit FullCache(int64_t limit);
   std::string name() const override { return "full"; }
+  bool fills_budget() const override { return false; }
   void check_append(int64_t stream_length, int64_t count) const override;
 };
 

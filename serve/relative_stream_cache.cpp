@@ -44,6 +44,34 @@ class RelativeStreamCache : public StreamCache {
     }
   }
 
+  ~RelativeStreamCache() override {
+    if (pool_) pool_->release(slot_);
+  }
+
+  bool adopt_pool(const std::shared_ptr<KvPool>& pool) override {
+    if (pool_) return pool_ == pool;
+    if (!policy_->fills_budget() || pool->sinks() != policy_->sinks() || pool->recent() != policy_->recent_capacity())
+      return false;
+    const int64_t S = policy_->sinks(), R = policy_->recent_capacity();
+    slot_ = pool->acquire();
+    pool_ = pool;
+    for (size_t l = 0; l < sink_k_.size(); ++l) {
+      auto keys = pool->keys(slot_.page, l)[slot_.index], values = pool->values(slot_.page, l)[slot_.index];  // [H, S+R, D]
+      // Until the ring first fills, entry p sits in ring slot p - S < capacity: the prefix copies as is.
+      keys.narrow(1, 0, S).copy_(sink_k_[l]);
+      values.narrow(1, 0, S).copy_(sink_v_[l]);
+      keys.narrow(1, S, ring_k_[l].size(1)).copy_(ring_k_[l]);
+      values.narrow(1, S, ring_v_[l].size(1)).copy_(ring_v_[l]);
+      sink_k_[l] = keys.narrow(1, 0, S);
+      sink_v_[l] = values.narrow(1, 0, S);
+      ring_k_[l] = keys.narrow(1, S, R);
+      ring_v_[l] = values.narrow(1, S, R);
+    }
+    return true;
+  }
+
+  std::pair<const KvPool*, int64_t> pool_page() const override { return {pool_.get(), slot_.page}; }
+
   void restore(const CacheSnapshot& s) override {
     const auto held = policy_->held_positions(s.stream_length);
     const int64_t S = policy_->sinks(), sinks_held = std::min(S, s.stream_length);
@@ -88,9 +116,11 @@ class RelativeStreamCache : public StreamCache {
   }
 
   void advance(int64_t count) override {
-    SINKLM_ASSERT(plan_.count == count && plan_.first == stream_length_, "advance() must follow attend()");
+    SINKLM_ASSERT(batched_step_ ? count == 1 : plan_.count == count && plan_.first == stream_length_,
+                  "advance() must follow attend()");
     stream_length_ += count;
     plan_ = ChunkPlan{};
+    batched_step_ = false;
   }
 
   int64_t max_chunk(int64_t preferred) const override {
@@ -192,14 +222,119 @@ class RelativeStreamCache : public StreamCache {
     ring_v_[layer].index_copy_(1, p.ring_slots, v.narrow(1, p.ring_source, m));
   }
 
+  friend class RelativeDecodeBatch;
   RotaryEmbedding rotary_;
   int64_t heads_, head_dim_;
   torch::Device device_;
-  std::vector<torch::Tensor> sink_k_, sink_v_, ring_k_, ring_v_;  // per layer
+  std::vector<torch::Tensor> sink_k_, sink_v_, ring_k_, ring_v_;  // per layer; views into the pool once pooled
   ChunkPlan plan_;
+  std::shared_ptr<KvPool> pool_;  // set by adopt_pool
+  KvPool::Slot slot_;
+  bool batched_step_ = false;  // this step's attention ran in a RelativeDecodeBatch
+};
+
+// PooledDecodeBatch over relative caches. The new key is stored before attending: a decoding token at t
+// sees the sinks 0..min(S, t+1)-1 and the ring, which after the store holds exactly the R most recent
+// positions up to t (the entry it overwrites, t - R, is one the query must not see).
+class RelativeDecodeBatch : public PooledDecodeBatch {
+ public:
+  // Null unless the caches form a dense batch of one pool page (see make_pooled_decode_batch).
+  static std::unique_ptr<PooledDecodeBatch> build(const std::vector<StreamCache*>& caches) {
+    if (caches.size() < 2) return nullptr;
+    std::vector<RelativeStreamCache*> relative;
+    for (auto* cache : caches) {
+      auto* c = dynamic_cast<RelativeStreamCache*>(cache);
+      if (!c || !c->pool_) return nullptr;
+      relative.push_back(c);
+    }
+    const auto* first = relative[0];
+    int64_t lo = INT64_MAX, hi = -1;
+    for (const auto* c : relative) {
+      if (c->pool_ != first->pool_ || c->slot_.page != first->slot_.page || c->rule_ != first->rule_) return nullptr;
+      lo = std::min(lo, c->slot_.index);
+      hi = std::max(hi, c->slot_.index);
+    }
+    const int64_t span = hi - lo + 1;
+    if (2 * static_cast<int64_t>(relative.size()) < span) return nullptr;  // mostly idle slots: per stream reads less
+    return std::make_unique<RelativeDecodeBatch>(std::move(relative), lo, span);
+  }
+
+  RelativeDecodeBatch(std::vector<RelativeStreamCache*> caches, int64_t first_slot, int64_t slots)
+      : caches_(std::move(caches)), first_slot_(first_slot), slots_(slots) {
+    const auto* c0 = caches_[0];
+    const int64_t S = c0->policy_->sinks(), R = c0->policy_->recent_capacity(), W = S + R;
+    const auto long_opts = torch::TensorOptions().dtype(torch::kInt64);
+    std::vector<int64_t> local, slot, column, position(slots_, 0), sink_limit(slots_, S > 0 ? 1 : 0),
+        ring_count(slots_, S > 0 ? 0 : 1);  // idle rows see one entry, so their (dropped) softmax is finite
+    for (auto* c : caches_) {
+      const int64_t t = c->stream_length_, row = c->slot_.index - first_slot_;
+      local.push_back(row);
+      slot.push_back(c->slot_.index);
+      column.push_back(t < S ? t : S + (t - S) % R);
+      position[row] = t;
+      sink_limit[row] = std::min(S, t + 1);
+      ring_count[row] = t < S ? 0 : std::min(R, t - S + 1);
+      c->batched_step_ = true;
+    }
+    const auto device = c0->device_;
+    local_ = torch::tensor(local, long_opts).to(device);
+    slot_ = torch::tensor(slot, long_opts).to(device);
+    column_ = torch::tensor(column, long_opts).to(device);
+    auto t = torch::tensor(position, long_opts);  // [m]
+    std::tie(cos_, sin_) = c0->rotary_.cos_sin(t.unsqueeze(1).to(device));  // [m, 1, R_rot]
+    cos_new_ = cos_.index_select(0, local_);
+    sin_new_ = sin_.index_select(0, local_);
+    same_query_ = c0->rule_ == PositionRule::Stream || t.max().item<int64_t>() < W - 1;
+    if (!same_query_) std::tie(sink_cos_, sink_sin_) = c0->rotary_.cos_sin(t.clamp_max(W - 1).unsqueeze(1).to(device));
+    // [m, 1, 1, S+R]: 0 where visible, -inf elsewhere.
+    auto col = torch::arange(W, long_opts).unsqueeze(0);                                       // [1, S+R]
+    auto limit = torch::where(col < S, torch::tensor(sink_limit, long_opts).unsqueeze(1),       // [m, S+R]
+                              torch::tensor(ring_count, long_opts).unsqueeze(1) + S);
+    bias_ = torch::zeros({slots_, W}, torch::kFloat32)
+                .masked_fill(col >= limit, -std::numeric_limits<float>::infinity())
+                .view({slots_, 1, 1, W})
+                .to(device);
+  }
+
+  torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                       const torch::Tensor& sink_logit) override {
+    const auto* c0 = caches_[0];
+    const int64_t S = c0->policy_->sinks(), D = c0->head_dim_;
+    auto& pool = *c0->pool_;
+    const int64_t page = c0->slot_.page;
+    auto keys = pool.keys(page, layer), values = pool.values(page, layer);  // [P, H, S+R, D]
+    using torch::indexing::Slice;
+    keys.index_put_({slot_, Slice(), column_}, apply_rotary(k, cos_new_, sin_new_).squeeze(2));  // [n, H, D]
+    values.index_put_({slot_, Slice(), column_}, v.squeeze(2));
+    auto run_k = keys.narrow(0, first_slot_, slots_), run_v = values.narrow(0, first_slot_, slots_);  // [m, H, S+R, D]
+    auto q_rows = torch::zeros({slots_, q.size(1), 1, D}, q.options()).index_copy_(0, local_, q);      // [m, H, 1, D]
+    auto q_recent = apply_rotary(q_rows, cos_, sin_);
+    torch::Tensor scores;  // [m, H, 1, S+R]
+    if (same_query_) {
+      scores = torch::matmul(q_recent, run_k.transpose(2, 3));
+    } else {
+      auto q_sinks = apply_rotary(q_rows, sink_cos_, sink_sin_);
+      scores = torch::cat({torch::matmul(q_sinks, run_k.narrow(2, 0, S).transpose(2, 3)),
+                           torch::matmul(q_recent, run_k.narrow(2, S, run_k.size(2) - S).transpose(2, 3))}, -1);
+    }
+    auto probs = softmax_with_sink(scores / std::sqrt(static_cast<double>(D)) + bias_, sink_logit);
+    return torch::matmul(probs, run_v).index_select(0, local_);  // [n, H, 1, D]
+  }
+
+ private:
+  std::vector<RelativeStreamCache*> caches_;
+  int64_t first_slot_, slots_;        // the run of page slots [first_slot_, first_slot_ + slots_) attended
+  torch::Tensor local_, slot_, column_;  // [n]: row in the run, page slot, cache column the new entry takes
+  torch::Tensor cos_, sin_, cos_new_, sin_new_, sink_cos_, sink_sin_, bias_;
+  bool same_query_ = true;  // the sink columns take the query at the same position as the recent ones
 };
 
 }  // namespace
+
+std::unique_ptr<PooledDecodeBatch> make_pooled_decode_batch(const std::vector<StreamCache*>& caches,
+                                                            const ModelConfig&) {
+  return RelativeDecodeBatch::build(caches);
+}
 
 std::unique_ptr<StreamCache> make_relative_stream_cache(std::shared_ptr<const KvCachePolicy> policy,
                                                         PositionRule rule, const ModelConfig& model,

@@ -22,6 +22,7 @@
 
 #include "model/model_config.h"
 #include "serve/kv_cache_policy.h"
+#include "serve/kv_pool.h"
 
 namespace sinklm {
 
@@ -53,6 +54,12 @@ class StreamCache {
   virtual CacheSnapshot snapshot() const = 0;
   // Replaces the contents of a new cache with a snapshot that check_snapshot() accepted.
   virtual void restore(const CacheSnapshot& snapshot) = 0;
+  // Moves the contents into a slot of `pool` (same S and R as the policy) so that decode steps can be
+  // batched with other streams (PooledDecodeBatch). False when this cache cannot live there (the literal
+  // reference; a policy that does not fill its budget). Idempotent.
+  virtual bool adopt_pool(const std::shared_ptr<KvPool>& pool) { return false; }
+  // The pool and page this cache lives in after adopt_pool, else {nullptr, -1}: decode tokens batch per page.
+  virtual std::pair<const KvPool*, int64_t> pool_page() const { return {nullptr, -1}; }
 
   int64_t stream_length() const { return stream_length_; }
   const KvCachePolicy& policy() const { return *policy_; }
@@ -77,6 +84,22 @@ std::unique_ptr<StreamCache> make_relative_stream_cache(std::shared_ptr<const Kv
 std::unique_ptr<StreamCache> make_literal_stream_cache(std::shared_ptr<const KvCachePolicy> policy,
                                                        PositionRule rule, const ModelConfig& model,
                                                        torch::Device device);
+
+// One decode token for each of several streams whose caches live in one page of one pool (adopt_pool) and
+// share a position rule: each layer's attention for all of them in one call, reading the caches in place.
+// Built once per decoder step (rotations and masks are shared by the layers); equal to calling attend()
+// per cache (tested). Afterwards every cache advance(1)s as usual.
+class PooledDecodeBatch {
+ public:
+  virtual ~PooledDecodeBatch() = default;
+  // q, k, v: [n, H, 1, D] before rotary, row i for caches[i]. Stores k, v; returns [n, H, 1, D].
+  virtual torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                               const torch::Tensor& sink_logit) = 0;
+};
+// Null unless every cache is pooled in the same page with the same rule and the batch is dense enough
+// (at least half of the slot run it spans decodes now; otherwise per-stream attention reads less).
+std::unique_ptr<PooledDecodeBatch> make_pooled_decode_batch(const std::vector<StreamCache*>& caches,
+                                                            const ModelConfig& model);
 
 // `restore`: contents to start from; its entries are placed at the positions the policy holds after
 // restore->stream_length tokens (which may differ from where they were taken).

@@ -1,0 +1,47 @@
+// Shared storage for the KV caches of many streams of one shape (S sinks + R recent, serve/kv_cache_policy.h),
+// so that the decode steps of all streams in a page attend in one call per layer, reading every cache in
+// place (no per-step copy: decoding is bound by memory traffic).
+//
+// Layout: pages of `page_slots` streams; for page p and layer l, keys(p, l) and values(p, l) are
+// [page_slots, H, S + R, D] float32: a stream's slot s holds its sinks at [s, :, 0:S) and its ring of recent
+// entries at [s, :, S:S+R) (ring slot of stream position t >= S: (t - S) mod R). Slots are handed out lowest
+// first, so the streams decoding together usually form one contiguous run of a page.
+#pragma once
+#include <torch/types.h>
+
+#include <memory>
+#include <deque>
+#include <mutex>
+#include <vector>
+
+namespace sinklm {
+
+class KvPool {
+ public:
+  KvPool(int64_t layers, int64_t heads, int64_t sinks, int64_t recent, int64_t head_dim, torch::Device device,
+         int64_t page_slots = 16);
+
+  struct Slot {
+    int64_t page = -1, index = -1;
+  };
+  Slot acquire();  // zeroed; thread-safe
+  void release(Slot slot);  // thread-safe
+
+  torch::Tensor keys(int64_t page, int64_t layer) const { return pages_[page].keys[layer]; }      // [P, H, S+R, D]
+  torch::Tensor values(int64_t page, int64_t layer) const { return pages_[page].values[layer]; }  // [P, H, S+R, D]
+  int64_t sinks() const { return sinks_; }
+  int64_t recent() const { return recent_; }
+  int64_t page_slots() const { return page_slots_; }
+
+ private:
+  struct Page {
+    std::vector<torch::Tensor> keys, values;  // per layer
+    std::vector<bool> used;
+  };
+  int64_t layers_, heads_, sinks_, recent_, head_dim_, page_slots_;
+  torch::Device device_;
+  std::deque<Page> pages_;  // never freed (a server's peak of streams is its steady state); never moved
+  std::mutex mutex_;
+};
+
+}  // namespace sinklm
