@@ -140,13 +140,15 @@ int run_bench_decode_command(const std::vector<std::string>& argv) {
   for (double ms : step_ms) total_ms += ms;
   const auto percentile = [&](double p) { return sorted[std::min(sorted.size() - 1, size_t(p * sorted.size()))]; };
   const double weight_bytes = decode_weight_bytes(m.loaded.model);
-  const double kv_bytes = 2.0 * model.num_layers * model.hidden_size * sizeof(float) * owned[0]->entries();
+  const double kv_bytes = 2.0 * model.num_layers * model.hidden_size * c10::elementSize(policy->kv_dtype()) *
+                          owned[0]->entries();
   const double bandwidth = measured_copy_bandwidth();
   const double bound = streams * bandwidth / (weight_bytes + streams * kv_bytes);
   nlohmann::json out = {{"cache", policy->name()}, {"config", policy->label()}, {"cache_size", cache_size},
                         {"streams", streams}, {"start_position", start}, {"decoded_per_stream", decode},
                         {"median_step_ms", sorted[sorted.size() / 2]}, {"mean_step_ms", total_ms / step_ms.size()},
                         {"p99_step_ms", percentile(0.99)}, {"batched", !args.has("no-batch")},
+                        {"kv_dtype", c10::toString(policy->kv_dtype())},
                         {"weight_bytes", weight_bytes}, {"kv_bytes_per_stream", kv_bytes},
                         {"copy_bandwidth_gbs", bandwidth / 1e9}, {"bound_tokens_per_second", bound},
                         {"tokens_per_second", streams * decode / (total_ms / 1000.0)},

@@ -49,7 +49,8 @@ std::vector<FlagSpec> cache_flags() {
   return {{"cache", "POLICY", "full | window | sink_window (default) | recompute"},
           {"window", "W", "cache budget in entries, sinks included (default 1024; full: its limit)"},
           {"sinks", "S", "sink entries (default: the model's sink tokens for token models, else 4)"},
-          {"positions", "RULE", "cache (positions inside the cache, default) | stream"}};
+          {"positions", "RULE", "cache (positions inside the cache, default) | stream"},
+          {"kv-dtype", "T", "how K/V entries are stored: fp32 (default) | bf16 (half the bytes per decode step)"}};
 }
 
 CacheOptions cache_options(const Args& args) {
@@ -58,6 +59,7 @@ CacheOptions cache_options(const Args& args) {
   o.window = args.get_int("window", 1024);
   o.sinks = args.get_int("sinks", -1);
   o.positions = parse_position_rule(args.get("positions", "cache"), "--positions");
+  o.kv_dtype = parse_kv_dtype(args.get("kv-dtype", "fp32"), "--kv-dtype");
   return o;
 }
 

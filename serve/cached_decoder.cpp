@@ -186,10 +186,10 @@ void CachedDecoder::pool_decoding_caches(const std::vector<StreamChunk>& chunks)
   for (const auto& chunk : chunks) {
     const auto& policy = chunk.stream->policy();
     if (chunk.ids.size() != 1 || !policy.fills_budget()) continue;
-    auto& pool = pools_[{policy.sinks(), policy.recent_capacity()}];
+    auto& pool = pools_[{policy.sinks(), policy.recent_capacity(), policy.kv_dtype()}];
     if (!pool)
       pool = std::make_shared<KvPool>(c.num_layers, c.num_heads, policy.sinks(), policy.recent_capacity(), c.head_dim(),
-                                      device());
+                                      policy.kv_dtype(), device());
     chunk.stream->cache_->adopt_pool(pool);
   }
 }

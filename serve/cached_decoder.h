@@ -11,6 +11,7 @@
 
 #include <deque>
 #include <map>
+#include <tuple>
 #include <memory>
 #include <vector>
 
@@ -84,7 +85,7 @@ class CachedDecoder {
   GPTNeoXForCausalLM model_;
   bool batched_decode_ = true;
   int64_t batched_decode_tokens_ = 0;
-  std::map<std::pair<int64_t, int64_t>, std::shared_ptr<KvPool>> pools_;  // by (S, R)
+  std::map<std::tuple<int64_t, int64_t, torch::ScalarType>, std::shared_ptr<KvPool>> pools_;  // by (S, R, dtype)
 };
 
 }  // namespace sinklm

@@ -41,8 +41,10 @@ void FullCache::check_append(int64_t stream_length, int64_t count) const {
 
 RecomputeCache::RecomputeCache(int64_t sinks, int64_t window) : KvCachePolicy(sinks, window - sinks) {}
 
-std::unique_ptr<KvCachePolicy> make_cache_policy(const CacheOptions& o, const ModelConfig& model,
-                                                 const std::string& field) {
+namespace {
+
+std::unique_ptr<KvCachePolicy> make_policy_of_kind(const CacheOptions& o, const ModelConfig& model,
+                                                   const std::string& field) {
   if (o.window < 1) fail(field, ": the window (cache size) must be at least 1, got ", o.window);
   auto sinks_or = [&](int64_t fallback) {
     const int64_t s = o.sinks < 0 ? fallback : o.sinks;
@@ -62,6 +64,21 @@ std::unique_ptr<KvCachePolicy> make_cache_policy(const CacheOptions& o, const Mo
   if (o.policy == "sink_window") return std::make_unique<SinkWindowCache>(sinks_or(default_cache_sinks(model)), o.window);
   if (o.policy == "recompute") return std::make_unique<RecomputeCache>(sinks_or(0), o.window);
   fail(field, ": unknown cache policy '", o.policy, "'; expected full, window, sink_window or recompute");
+}
+
+}  // namespace
+
+std::unique_ptr<KvCachePolicy> make_cache_policy(const CacheOptions& o, const ModelConfig& model,
+                                                 const std::string& field) {
+  auto policy = make_policy_of_kind(o, model, field);
+  policy->set_kv_dtype(o.kv_dtype);
+  return policy;
+}
+
+torch::ScalarType parse_kv_dtype(const std::string& text, const std::string& field) {
+  if (text == "fp32") return torch::kFloat32;
+  if (text == "bf16") return torch::kBFloat16;
+  fail(field, ": unknown KV dtype '", text, "'; expected fp32 or bf16");
 }
 
 PositionRule parse_position_rule(const std::string& text, const std::string& field) {

@@ -8,7 +8,10 @@
 //   sink_window  S sinks + R = W - S recent (S = 0 is window)
 //   recompute    the same set of tokens, but no KV is kept: each new token re-encodes the held tokens
 //
-// Positions seen by attention are a separate choice (PositionRule), see serve/stream_cache.h.
+// Positions seen by attention are a separate choice (PositionRule), see serve/stream_cache.h. A policy also
+// says how entries are stored: kv_dtype() float32 (default) or bfloat16 (half the bytes every decode step
+// reads; attention then multiplies in that dtype and softmaxes in float32). The literal reference cache
+// always stores float32.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -36,6 +39,8 @@ class KvCachePolicy {
   virtual void check_append(int64_t stream_length, int64_t count) const;
 
   int64_t sinks() const { return sinks_; }
+  torch::ScalarType kv_dtype() const { return kv_dtype_; }
+  void set_kv_dtype(torch::ScalarType dtype) { kv_dtype_ = dtype; }
   int64_t recent_capacity() const { return recent_; }
   int64_t budget() const { return sinks_ + recent_; }
 
@@ -53,6 +58,7 @@ class KvCachePolicy {
 
  private:
   int64_t sinks_, recent_;
+  torch::ScalarType kv_dtype_ = torch::kFloat32;
 };
 
 class SinkWindowCache : public KvCachePolicy {
@@ -87,6 +93,7 @@ struct CacheOptions {
   int64_t window = 1024;               // W (full: the limit)
   int64_t sinks = -1;                  // S; -1 = the model's default (default_cache_sinks, model/sink.h)
   PositionRule positions = PositionRule::Cache;
+  torch::ScalarType kv_dtype = torch::kFloat32;  // --kv-dtype fp32 | bf16
 };
 
 // The model's sink-token count for `token` models, else 4 (the paper's default).
@@ -94,6 +101,7 @@ struct CacheOptions {
 std::unique_ptr<KvCachePolicy> make_cache_policy(const CacheOptions& options, const ModelConfig& model,
                                                  const std::string& field = "cache");
 PositionRule parse_position_rule(const std::string& text, const std::string& field = "positions");
+torch::ScalarType parse_kv_dtype(const std::string& text, const std::string& field = "kv-dtype");
 const char* position_rule_name(PositionRule rule);
 
 }  // namespace sinklm

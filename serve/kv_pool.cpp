@@ -6,14 +6,15 @@
 
 namespace sinklm {
 
-KvPool::KvPool(int64_t layers, int64_t heads, int64_t sinks, int64_t recent, int64_t head_dim, torch::Device device,
-               int64_t page_slots)
+KvPool::KvPool(int64_t layers, int64_t heads, int64_t sinks, int64_t recent, int64_t head_dim, torch::ScalarType dtype,
+               torch::Device device, int64_t page_slots)
     : layers_(layers),
       heads_(heads),
       sinks_(sinks),
       recent_(recent),
       head_dim_(head_dim),
       page_slots_(page_slots),
+      dtype_(dtype),
       device_(device) {}
 
 KvPool::Slot KvPool::acquire() {
@@ -29,7 +30,7 @@ KvPool::Slot KvPool::acquire() {
         return {p, s};
       }
   Page page;
-  const auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(device_);
+  const auto opts = torch::TensorOptions().dtype(dtype_).device(device_);
   for (int64_t l = 0; l < layers_; ++l) {
     page.keys.push_back(torch::zeros({page_slots_, heads_, sinks_ + recent_, head_dim_}, opts));
     page.values.push_back(torch::zeros({page_slots_, heads_, sinks_ + recent_, head_dim_}, opts));

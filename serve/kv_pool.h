@@ -3,7 +3,7 @@
 // place (no per-step copy: decoding is bound by memory traffic).
 //
 // Layout: pages of `page_slots` streams; for page p and layer l, keys(p, l) and values(p, l) are
-// [page_slots, H, S + R, D] float32: a stream's slot s holds its sinks at [s, :, 0:S) and its ring of recent
+// [page_slots, H, S + R, D] in the policy's kv_dtype: a stream's slot s holds its sinks at [s, :, 0:S) and its ring of recent
 // entries at [s, :, S:S+R) (ring slot of stream position t >= S: (t - S) mod R). Slots are handed out lowest
 // first, so the streams decoding together usually form one contiguous run of a page.
 #pragma once
@@ -18,8 +18,8 @@ namespace sinklm {
 
 class KvPool {
  public:
-  KvPool(int64_t layers, int64_t heads, int64_t sinks, int64_t recent, int64_t head_dim, torch::Device device,
-         int64_t page_slots = 16);
+  KvPool(int64_t layers, int64_t heads, int64_t sinks, int64_t recent, int64_t head_dim, torch::ScalarType dtype,
+         torch::Device device, int64_t page_slots = 16);
 
   struct Slot {
     int64_t page = -1, index = -1;
@@ -31,6 +31,7 @@ class KvPool {
   torch::Tensor values(int64_t page, int64_t layer) const { return pages_[page].values[layer]; }  // [P, H, S+R, D]
   int64_t sinks() const { return sinks_; }
   int64_t recent() const { return recent_; }
+  torch::ScalarType dtype() const { return dtype_; }
   int64_t page_slots() const { return page_slots_; }
 
  private:
@@ -39,6 +40,7 @@ class KvPool {
     std::vector<bool> used;
   };
   int64_t layers_, heads_, sinks_, recent_, head_dim_, page_slots_;
+  torch::ScalarType dtype_;
   torch::Device device_;
   std::deque<Page> pages_;  // never freed (a server's peak of streams is its steady state); never moved
   std::mutex mutex_;

@@ -35,7 +35,7 @@ class RelativeStreamCache : public StreamCache {
         head_dim_(model.head_dim()),
         device_(device),
         sink_k_(model.num_layers), sink_v_(model.num_layers), ring_k_(model.num_layers), ring_v_(model.num_layers) {
-    const auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(device_);
+    const auto opts = torch::TensorOptions().dtype(policy_->kv_dtype()).device(device_);
     for (int64_t l = 0; l < model.num_layers; ++l) {
       sink_k_[l] = torch::zeros({heads_, policy_->sinks(), head_dim_}, opts);  // [H, S, D], rotated at 0..S-1
       sink_v_[l] = torch::zeros({heads_, policy_->sinks(), head_dim_}, opts);
@@ -50,7 +50,8 @@ class RelativeStreamCache : public StreamCache {
 
   bool adopt_pool(const std::shared_ptr<KvPool>& pool) override {
     if (pool_) return pool_ == pool;
-    if (!policy_->fills_budget() || pool->sinks() != policy_->sinks() || pool->recent() != policy_->recent_capacity())
+    if (!policy_->fills_budget() || pool->sinks() != policy_->sinks() || pool->recent() != policy_->recent_capacity() ||
+        pool->dtype() != kv_dtype())
       return false;
     const int64_t S = policy_->sinks(), R = policy_->recent_capacity();
     slot_ = pool->acquire();
@@ -82,7 +83,7 @@ class RelativeStreamCache : public StreamCache {
     for (int64_t i = sinks_held; i < static_cast<int64_t>(held.size()); ++i) slots.push_back(ring_slot(held[i]));
     auto slot_index = torch::tensor(slots, torch::kInt64).to(device_);
     for (size_t l = 0; l < sink_k_.size(); ++l) {
-      auto k = apply_rotary(s.keys[l].to(device_), cos, sin), v = s.values[l].to(device_);  // [H, N, D]
+      auto k = apply_rotary(s.keys[l].to(device_), cos, sin).to(kv_dtype()), v = s.values[l].to(device_, kv_dtype());
       sink_k_[l].narrow(1, 0, sinks_held).copy_(k.narrow(1, 0, sinks_held));
       sink_v_[l].narrow(1, 0, sinks_held).copy_(v.narrow(1, 0, sinks_held));
       grow_ring(l, recent);
@@ -96,22 +97,26 @@ class RelativeStreamCache : public StreamCache {
     const int64_t T = q.size(1);
     if (plan_.count != T || plan_.first != stream_length_) plan_ = make_plan(T);
     const auto& p = plan_;
-    auto q_recent = apply_rotary(q, p.cos, p.sin);  // [H, T, D] at stream positions
-    auto k_new = apply_rotary(k, p.cos, p.sin);     // [H, T, D]
-    auto q_sinks = rule_ == PositionRule::Cache ? apply_rotary(q, p.sink_cos, p.sink_sin) : q_recent;
+    // Products run in the storage dtype (a no-op for float32), the softmax and the sums in float32.
+    const auto dt = kv_dtype();
+    auto q_recent = apply_rotary(q, p.cos, p.sin).to(dt);  // [H, T, D] at stream positions
+    auto k_new = apply_rotary(k, p.cos, p.sin).to(dt);     // [H, T, D]
+    auto v_new = v.to(dt);
+    auto q_sinks = rule_ == PositionRule::Cache ? apply_rotary(q, p.sink_cos, p.sink_sin).to(dt) : q_recent;
 
     auto sink_k = sink_k_[layer].narrow(1, 0, p.sinks_held), sink_v = sink_v_[layer].narrow(1, 0, p.sinks_held);
     auto scores = torch::cat({torch::matmul(q_sinks, sink_k.transpose(1, 2)),            // [H, T, sinks_held]
                               torch::matmul(q_recent, ring_k_[layer].transpose(1, 2)),   // [H, T, capacity]
                               torch::matmul(q_recent, k_new.transpose(1, 2))}, -1);      // [H, T, T]
-    scores = scores / std::sqrt(static_cast<double>(head_dim_)) + p.bias;
-    auto probs = softmax_with_sink(scores, sink_logit);  // [H, T, sinks_held + capacity + T]
+    scores = scores.to(torch::kFloat32) / std::sqrt(static_cast<double>(head_dim_)) + p.bias;
+    auto probs = softmax_with_sink(scores, sink_logit).to(dt);  // [H, T, sinks_held + capacity + T]
     // probs · [sink_v; ring_v; v] without concatenating the stored values (a copy of the whole cache).
     const int64_t capacity = ring_v_[layer].size(1);
-    auto out = torch::matmul(probs.narrow(-1, p.sinks_held + capacity, T), v);  // [H, T, D]
-    if (p.sinks_held > 0) out = out + torch::matmul(probs.narrow(-1, 0, p.sinks_held), sink_v);
-    if (capacity > 0) out = out + torch::matmul(probs.narrow(-1, p.sinks_held, capacity), ring_v_[layer]);
-    store(layer, k_new, v);
+    auto out = torch::matmul(probs.narrow(-1, p.sinks_held + capacity, T), v_new).to(torch::kFloat32);  // [H, T, D]
+    if (p.sinks_held > 0) out = out + torch::matmul(probs.narrow(-1, 0, p.sinks_held), sink_v).to(torch::kFloat32);
+    if (capacity > 0)
+      out = out + torch::matmul(probs.narrow(-1, p.sinks_held, capacity), ring_v_[layer]).to(torch::kFloat32);
+    store(layer, k_new, v_new);
     return out;
   }
 
@@ -144,14 +149,15 @@ class RelativeStreamCache : public StreamCache {
     for (size_t l = 0; l < sink_k_.size(); ++l) {
       auto k = torch::cat({sink_k_[l].narrow(1, 0, sinks), ring_k_[l].index_select(1, slot_index)}, 1);
       auto v = torch::cat({sink_v_[l].narrow(1, 0, sinks), ring_v_[l].index_select(1, slot_index)}, 1);
-      s.keys.push_back(apply_rotary(k, cos, sin).cpu());
-      s.values.push_back(v.cpu());
+      s.keys.push_back(apply_rotary(k.to(torch::kFloat32), cos, sin).cpu());
+      s.values.push_back(v.to(torch::kFloat32).cpu());
     }
     return s;
   }
 
  private:
   int64_t sinks_held() const { return std::min(policy_->sinks(), stream_length_); }
+  torch::ScalarType kv_dtype() const { return policy_->kv_dtype(); }
   int64_t ring_count() const { return std::min(policy_->recent_capacity(), stream_length_ - sinks_held()); }
   // Recent entry at stream position p (>= S) lives in slot (p - S) mod R; until the ring first fills, that is
   // p - S, so the storage can grow by copying.
@@ -304,21 +310,22 @@ class RelativeDecodeBatch : public PooledDecodeBatch {
     const int64_t page = c0->slot_.page;
     auto keys = pool.keys(page, layer), values = pool.values(page, layer);  // [P, H, S+R, D]
     using torch::indexing::Slice;
-    keys.index_put_({slot_, Slice(), column_}, apply_rotary(k, cos_new_, sin_new_).squeeze(2));  // [n, H, D]
-    values.index_put_({slot_, Slice(), column_}, v.squeeze(2));
+    const auto dt = keys.scalar_type();  // products in the storage dtype, softmax in float32
+    keys.index_put_({slot_, Slice(), column_}, apply_rotary(k, cos_new_, sin_new_).squeeze(2).to(dt));  // [n, H, D]
+    values.index_put_({slot_, Slice(), column_}, v.squeeze(2).to(dt));
     auto run_k = keys.narrow(0, first_slot_, slots_), run_v = values.narrow(0, first_slot_, slots_);  // [m, H, S+R, D]
     auto q_rows = torch::zeros({slots_, q.size(1), 1, D}, q.options()).index_copy_(0, local_, q);      // [m, H, 1, D]
-    auto q_recent = apply_rotary(q_rows, cos_, sin_);
+    auto q_recent = apply_rotary(q_rows, cos_, sin_).to(dt);
     torch::Tensor scores;  // [m, H, 1, S+R]
     if (same_query_) {
       scores = torch::matmul(q_recent, run_k.transpose(2, 3));
     } else {
-      auto q_sinks = apply_rotary(q_rows, sink_cos_, sink_sin_);
+      auto q_sinks = apply_rotary(q_rows, sink_cos_, sink_sin_).to(dt);
       scores = torch::cat({torch::matmul(q_sinks, run_k.narrow(2, 0, S).transpose(2, 3)),
                            torch::matmul(q_recent, run_k.narrow(2, S, run_k.size(2) - S).transpose(2, 3))}, -1);
     }
-    auto probs = softmax_with_sink(scores / std::sqrt(static_cast<double>(D)) + bias_, sink_logit);
-    return torch::matmul(probs, run_v).index_select(0, local_);  // [n, H, 1, D]
+    auto probs = softmax_with_sink(scores.to(torch::kFloat32) / std::sqrt(static_cast<double>(D)) + bias_, sink_logit);
+    return torch::matmul(probs.to(dt), run_v).index_select(0, local_).to(torch::kFloat32);  // [n, H, 1, D]
   }
 
  private:

@@ -139,6 +139,29 @@ TEST(CachedDecoder, BatchedDecodeEqualsStreamByStreamForEveryModeAndRule) {
   }
 }
 
+// bf16 K/V storage: half the bytes, logits close to float32 storage, and batched == stream by stream.
+TEST(CachedDecoder, Bf16KvStorageIsCloseToFloat32AndBatchesTheSame) {
+  auto model = random_tiny_model("token", {"model.rotary_base=300"});
+  const auto& c = model->config();
+  CacheOptions o;
+  o.window = 16;
+  std::shared_ptr<const KvCachePolicy> fp32 = make_cache_policy(o, c);
+  o.kv_dtype = torch::kBFloat16;
+  std::shared_ptr<const KvCachePolicy> bf16 = make_cache_policy(o, c);
+  CachedDecoder decoder(model);
+  DecoderStream a(fp32, PositionRule::Cache, KeyRotation::Relative, c, torch::kCPU);
+  DecoderStream b(bf16, PositionRule::Cache, KeyRotation::Relative, c, torch::kCPU);
+  auto ids = with_sink_tokens(c, random_token_ids(60, c.tokenizer_vocab_size, 5));
+  auto la = stream_logits(decoder, a, ids, 7), lb = stream_logits(decoder, b, ids, 7);
+  const double error = relative_error(lb, la);
+  EXPECT_GT(error, 0) << "bf16 storage changed nothing: is it stored in bf16?";
+  EXPECT_LE(error, 0.05);
+  EXPECT_EQ(b.snapshot().keys[0].scalar_type(), torch::kFloat32);  // snapshots stay float32 on disk
+  int64_t batched_tokens = 0;
+  EXPECT_LE(batched_against_alone(model, bf16, PositionRule::Cache, 4, 20, &batched_tokens), 1e-2);
+  EXPECT_GT(batched_tokens, 0);
+}
+
 // Control: once tokens are evicted the two position rules give different logits, so the tests above would
 // notice a cache that applied the wrong rule.
 TEST(StreamCache, PositionRuleChangesLogitsAfterEviction) {
