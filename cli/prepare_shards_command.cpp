@@ -78,7 +78,7 @@ int prepare_shards(const std::vector<std::string>& argv) {
     ShardJob job(options, context.rank(), context.world_size());
     if (context.is_root()) {
       const size_t resumed = job.open_staging();
-      std::cerr << "[prepare shards] " << job.file_count() << " file(s), " << job.total_disk_bytes() / 1e6 << " MB in "
+      std::cerr << "[prepare shards] " << job.file_count() << " file(s), " << human_bytes(job.total_disk_bytes()) << " in "
                 << job.unit_count() << " unit(s) over " << context.world_size() << " rank(s) x " << options.threads
                 << " thread(s); split fractions validation " << job.fractions().validation << ", test "
                 << job.fractions().test << "\n";

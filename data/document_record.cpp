@@ -6,23 +6,6 @@
 #include "data/utf8.h"
 
 namespace sinklm {
-namespace {
-
-// Byte offset of the first invalid UTF-8 sequence; npos when there is none.
-size_t first_invalid_utf8(const std::string& text) {
-  for (size_t pos = 0; pos < text.size();) {
-    if (static_cast<unsigned char>(text[pos]) < 0x80) {
-      ++pos;
-      continue;
-    }
-    size_t n = valid_sequence_length(text, pos);
-    if (n == 0) return pos;
-    pos += n;
-  }
-  return std::string::npos;
-}
-
-}  // namespace
 
 DocumentRecord decode_record(const InputFile& file, const std::string& text_field, RawRecord& record) {
   DocumentRecord doc;

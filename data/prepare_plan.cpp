@@ -21,19 +21,22 @@ std::vector<WorkUnit> plan_work_units(const std::vector<InputFile>& files, uint6
   for (size_t f = 0; f < files.size(); ++f) {
     const uint64_t size = files[f].disk_bytes;
     if (!files[f].splittable()) {
-      if (size >= unit_bytes) close();
+      const uint64_t work = size * (files[f].compression == Compression::None ? 1 : kCompressedWorkFactor);
+      if (work >= unit_bytes) close();
       current.pieces.push_back({f, 0, size});
       current.disk_bytes += size;
-      if (current.disk_bytes >= unit_bytes) close();
+      current.work += work;
+      if (current.work >= unit_bytes) close();
       continue;
     }
     uint64_t pos = 0;
     do {
-      const uint64_t take = std::min(unit_bytes - current.disk_bytes, size - pos);
+      const uint64_t take = std::min(unit_bytes - current.work, size - pos);
       current.pieces.push_back({f, pos, pos + take});
       current.disk_bytes += take;
+      current.work += take;
       pos += take;
-      if (current.disk_bytes >= unit_bytes) close();
+      if (current.work >= unit_bytes) close();
     } while (pos < size);
   }
   close();
@@ -45,12 +48,12 @@ std::vector<size_t> units_of_rank(const std::vector<WorkUnit>& units, int rank, 
   std::vector<size_t> order(units.size());
   std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return units[a].disk_bytes > units[b].disk_bytes; });
+                   [&](size_t a, size_t b) { return units[a].work > units[b].work; });
   std::vector<uint64_t> load(static_cast<size_t>(world), 0);
   std::vector<size_t> mine;
   for (size_t u : order) {
     const size_t least = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
-    load[least] += std::max<uint64_t>(units[u].disk_bytes, 1);
+    load[least] += std::max<uint64_t>(units[u].work, 1);
     if (least == static_cast<size_t>(rank)) mine.push_back(u);
   }
   std::sort(mine.begin(), mine.end());

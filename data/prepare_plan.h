@@ -2,9 +2,11 @@
 // and --unit-bytes, never on the number of ranks or threads, so the shards (named after their unit) are the
 // same whatever runs them.
 //
-// Files are taken in path order and packed into units of about `unit_bytes` bytes on disk: an uncompressed
-// JSONL file is cut into byte ranges (document_reader.h), any other file is read whole; several small files
-// share a unit, a file at least `unit_bytes` long gets units of its own.
+// Files are taken in path order and packed into units of about `unit_bytes` of work: an uncompressed JSONL
+// file is cut into byte ranges (document_reader.h), any other file is read whole; several small files share a
+// unit, a file of at least `unit_bytes` gets a unit of its own. Work is bytes on disk, times
+// kCompressedWorkFactor for .gz/.zst files (text compresses about that much), so that compressed files are not
+// packed into a few huge units.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -20,10 +22,13 @@ struct InputPiece {
   uint64_t end = 0;
 };
 
+constexpr uint64_t kCompressedWorkFactor = 4;
+
 struct WorkUnit {
   size_t index = 0;
   std::vector<InputPiece> pieces;
   uint64_t disk_bytes = 0;
+  uint64_t work = 0;  // disk bytes, compressed files counted kCompressedWorkFactor times
 };
 
 std::vector<WorkUnit> plan_work_units(const std::vector<InputFile>& files, uint64_t unit_bytes);

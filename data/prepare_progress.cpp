@@ -28,6 +28,15 @@ std::string with_thousands(uint64_t n) {
   return out;
 }
 
+std::string human_bytes(double bytes) {
+  char out[32];
+  if (bytes < 1e6) std::snprintf(out, sizeof(out), "%.0f kB", bytes / 1e3);
+  else if (bytes < 1e9) std::snprintf(out, sizeof(out), "%.1f MB", bytes / 1e6);
+  else if (bytes < 1e12) std::snprintf(out, sizeof(out), "%.2f GB", bytes / 1e9);
+  else std::snprintf(out, sizeof(out), "%.2f TB", bytes / 1e12);
+  return out;
+}
+
 std::string progress_line(const ProgressTotals& t, double total_disk_bytes, double seconds) {
   const double done = total_disk_bytes > 0 ? t.disk_bytes / total_disk_bytes : 1.0;
   const double worked = t.disk_bytes - t.skipped_disk_bytes;
@@ -40,8 +49,8 @@ std::string progress_line(const ProgressTotals& t, double total_disk_bytes, doub
     std::snprintf(eta, sizeof(eta), "0:00:00");
   }
   char line[256];
-  std::snprintf(line, sizeof(line), "[prepare shards] %.1f%% of %.2f GB | %.1f MB/s, %.2fM tokens/s | %s documents, %s bad lines | ETA %s",
-                100 * done, total_disk_bytes / 1e9, seconds > 0 ? t.input_bytes / 1e6 / seconds : 0.0,
+  std::snprintf(line, sizeof(line), "[prepare shards] %.1f%% of %s | %.1f MB/s, %.2fM tokens/s | %s documents, %s bad lines | ETA %s",
+                100 * done, human_bytes(total_disk_bytes).c_str(), seconds > 0 ? t.input_bytes / 1e6 / seconds : 0.0,
                 seconds > 0 ? t.tokens / 1e6 / seconds : 0.0, with_thousands(static_cast<uint64_t>(t.documents)).c_str(),
                 with_thousands(static_cast<uint64_t>(t.bad_lines)).c_str(), eta);
   return line;

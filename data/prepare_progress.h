@@ -34,5 +34,7 @@ std::string progress_line(const ProgressTotals& totals, double total_disk_bytes,
 
 // "1,234,567"
 std::string with_thousands(uint64_t n);
+// "512 kB", "3.1 MB", "2.15 GB", "1.20 TB"
+std::string human_bytes(double bytes);
 
 }  // namespace sinklm

@@ -78,11 +78,8 @@ def make_corpus(root):
 
 def main():
     rank_path = ref.gpt2_rank_file()
-    if rank_path is None:
-        print("SKIP: openai-whisper (GPT-2 rank file) not installed")
-        return 77
-    if shutil.which("zstd") is None or shutil.which("mpirun") is None:
-        print("SKIP: the zstd CLI or mpirun is not installed")
+    if rank_path is None or not shutil.which("zstd") or shutil.which("mpirun") is None:
+        print("SKIP: needs openai-whisper (the GPT-2 rank file), the zstd CLI and mpirun (scripts/setup.sh)")
         return 77
     work = tempfile.mkdtemp(prefix="sinklm-prepare-dist-")
     try:

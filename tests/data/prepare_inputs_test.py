@@ -93,11 +93,8 @@ def make_documents(count, seed):
 
 def main():
     rank_path = ref.gpt2_rank_file()
-    if rank_path is None:
-        print("SKIP: openai-whisper (GPT-2 rank file) not installed")
-        return 77
-    if shutil.which("zstd") is None:
-        print("SKIP: the zstd CLI is not installed")
+    if rank_path is None or not shutil.which("zstd"):
+        print("SKIP: needs openai-whisper (the GPT-2 rank file) and the zstd CLI (scripts/setup.sh)")
         return 77
     work = tempfile.mkdtemp(prefix="sinklm-inputs-")
     try:
