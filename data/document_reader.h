@@ -31,6 +31,8 @@ class DocumentReader {
   uint64_t lines() const { return lines_; }
   // Decompressed bytes consumed so far, and the position in the file on disk.
   uint64_t bytes_read() const { return consumed_; }
+  // Decompressed bytes read ahead into the buffer but not handed out yet.
+  uint64_t bytes_buffered() const { return buffer_.size() - pos_; }
   uint64_t disk_offset() const { return stream_->disk_offset(); }
 
  private:

@@ -37,7 +37,10 @@ double sample_tokens_per_disk_byte(const InputFile& file, const std::string& tex
   std::vector<std::string_view> views(texts.begin(), texts.end());
   double tokens = 0;
   for (const TokenIds& ids : encode_documents(tokenizer, views, threads)) tokens += ids.size() + 1;
-  return reader.disk_offset() > 0 ? tokens / static_cast<double>(reader.disk_offset()) : 0;
+  // The disk bytes behind the records sampled: the reader has decompressed (and read from disk) a little more.
+  const double produced = static_cast<double>(reader.bytes_read() + reader.bytes_buffered());
+  const double disk = produced > 0 ? static_cast<double>(reader.disk_offset()) * reader.bytes_read() / produced : 0;
+  return disk > 0 ? tokens / disk : 0;
 }
 
 std::string kind_key(const InputFile& f) {
@@ -48,6 +51,8 @@ std::string kind_key(const InputFile& f) {
 
 ShardJob::ShardJob(ShardJobOptions options, int rank, int world_size)
     : options_(std::move(options)), rank_(rank), world_size_(world_size) {
+  while (options_.out_dir.size() > 1 && options_.out_dir.back() == '/') options_.out_dir.pop_back();
+  if (options_.out_dir.empty()) fail("--out: empty path");
   if (options_.shard_tokens < 1) fail("--shard-tokens must be positive");
   if (!(options_.max_bad_fraction >= 0 && options_.max_bad_fraction <= 1))
     fail("--max-bad-fraction: ", options_.max_bad_fraction, " is not in [0, 1]");
