@@ -1,6 +1,5 @@
 #include "data/prepare_unit.h"
 
-#include <cstdio>
 #include <future>
 #include <map>
 #include <memory>
@@ -9,6 +8,7 @@
 #include "data/document_reader.h"
 #include "data/document_record.h"
 #include "data/parallel_for.h"
+#include "data/shard_directory.h"
 #include "data/token_shard.h"
 
 namespace sinklm {
@@ -91,7 +91,7 @@ class SplitShards {
   // The name of the shard the document went into.
   const std::string& add(const TokenIds& ids) {
     if (!writer_) {
-      names_.push_back(unit_shard_name(split_, unit_, names_.size()));
+      names_.push_back(shard_file_name(split_, unit_, names_.size()));
       writer_ = std::make_unique<TokenShardWriter>(env_.out_dir + "/" + names_.back(), env_.tokenizer.vocab_size(),
                                                    env_.tokenizer.end_of_text_id());
     }
@@ -142,12 +142,6 @@ std::vector<EncodedRecord> encode_batch(std::vector<PendingRecord>& batch, const
 }
 
 }  // namespace
-
-std::string unit_shard_name(Split split, size_t unit, size_t index) {
-  char name[64];
-  std::snprintf(name, sizeof(name), "%s-%06zu-%04zu.bin", split_name(split), unit, index);
-  return name;
-}
 
 std::optional<nlohmann::json> process_unit(const WorkUnit& unit, const UnitSettings& settings,
                                            const UnitEnvironment& env) {

@@ -1,7 +1,7 @@
 // One work unit of `prepare shards` (prepare_plan.h), start to finish: its documents are read in batches,
 // decoded and tokenized on the rank's threads while the next batch is read, split by hash (hash_split.h)
 // and appended in input order to the unit's own shards:
-//   <split>-<unit, 6 digits>-<k, 4 digits>.bin   (token_shard.h), a new one after --shard-tokens tokens
+//   shard_file_name(split, unit, k) (shard_directory.h; token_shard.h), a new one after --shard-tokens tokens
 // Its outcome is the unit record (JSON; written by prepare_job.cpp as the unit's completion mark):
 //   {"unit", "disk_bytes", "input_bytes", "piece_lines": [lines of each piece],
 //    "splits": {"train": {"shards": [names], "tokens", "documents"}, ...}, "empty_documents",
@@ -40,8 +40,6 @@ struct UnitEnvironment {
   const std::atomic<bool>& stop;            // raised: give up between batches
   std::function<void()> after_shard;        // called after each finished shard (fault injection in tests)
 };
-
-std::string unit_shard_name(Split split, size_t unit, size_t index);
 
 // The unit record, or nullopt when `stop` was raised first.
 std::optional<nlohmann::json> process_unit(const WorkUnit& unit, const UnitSettings& settings,
