@@ -3,6 +3,7 @@
 // (`mpirun -np N sinklm prepare shards ...`). This file parses flags and runs the collectives.
 #include <chrono>
 #include <iostream>
+#include <memory>
 #include <thread>
 
 #include "cli/prepare_steps.h"
@@ -67,15 +68,31 @@ int prepare_shards(const std::vector<std::string>& argv) {
             argv);
   if (args.print_help_if_requested()) return 0;
   DistributedContext context;
-  const ShardJobOptions options = parse_options(args, context);
+  // Setting up (flags, inputs, tokenizer, plan) fails the same way on every rank, as a rule: one message, from
+  // rank 0, unless only other ranks failed (a file a node cannot see).
+  ShardJobOptions options;
+  std::unique_ptr<ShardJob> job_holder;
+  std::string failure;
+  try {
+    options = parse_options(args, context);
+    job_holder = std::make_unique<ShardJob>(options, context.rank(), context.world_size());
+  } catch (const UserError& e) {
+    failure = e.what();
+  }
+  std::vector<double> failed = {failure.empty() ? 0.0 : 1.0, failure.empty() || !context.is_root() ? 0.0 : 1.0};
+  context.allreduce_sum(failed, "prepare shards: setting up", kCollectiveTimeoutS);
+  if (failed[0] > 0) {
+    if (context.is_root() && !failure.empty()) fail(failure);
+    if (!failure.empty() && failed[1] == 0) std::cerr << "sinklm prepare: error: rank " << context.rank() << ": " << failure << "\n";
+    return 2;
+  }
+  ShardJob& job = *job_holder;
   const double progress_seconds = static_cast<double>(args.get_int("progress-seconds", 10));
   int status = 0;  // rank 0's outcome, broadcast so that every rank ends the same way
   nlohmann::json summary;
   ProgressTotals totals;
-  std::string failure;
   double seconds = 0;
   try {
-    ShardJob job(options, context.rank(), context.world_size());
     if (context.is_root()) {
       const size_t resumed = job.open_staging();
       std::cerr << "[prepare shards] " << job.file_count() << " file(s), " << human_bytes(job.total_disk_bytes()) << " in "
@@ -112,9 +129,11 @@ int prepare_shards(const std::vector<std::string>& argv) {
     bool completed = false;
     try {
       completed = job.run(counters, stop);
-    } catch (...) {
+    } catch (const std::exception& e) {
+      // The progress thread is in collectives with the other ranks: end the whole job from here.
+      if (context.world_size() > 1) context.abort_job(str("rank ", context.rank(), ": ", e.what()));
       finished = true;
-      if (context.world_size() == 1) progress.join();
+      progress.join();
       throw;
     }
     finished = true;
