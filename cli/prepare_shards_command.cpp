@@ -1,7 +1,6 @@
 // sinklm prepare shards: documents (JSONL, JSONL.gz/.zst, text, corpus directories) -> a token shard directory
 // (data/prepare_job.h), in parallel over the threads of each rank and over MPI ranks
 // (`mpirun -np N sinklm prepare shards ...`). This file parses flags and runs the collectives.
-#include <chrono>
 #include <iostream>
 #include <memory>
 #include <thread>
@@ -106,39 +105,20 @@ int prepare_shards(const std::vector<std::string>& argv) {
     context.barrier("prepare shards: staging directory", kCollectiveTimeoutS);
 
     PrepareCounters counters;
-    std::atomic<bool> stop{false}, finished{false};
-    const auto start = std::chrono::steady_clock::now();
-    auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
-    // Progress rounds: every rank sums its counters with the others' a few times a second until all are done.
-    std::thread progress([&] {
-      double last_print = 0;
-      for (;;) {
-        for (int i = 0; i < 5 && !finished; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        std::vector<double> sums = counters.snapshot(finished);
-        context.allreduce_sum(sums, "prepare shards: progress", kCollectiveTimeoutS);
-        totals = ProgressTotals::from_snapshot(sums);
-        if (totals.records >= 10000 && totals.bad_lines > options.max_bad_fraction * totals.records) stop = true;
-        const bool all_done = totals.finished_ranks >= context.world_size();
-        if (context.is_root() && (elapsed() - last_print >= progress_seconds || all_done)) {
-          std::cerr << progress_line(totals, static_cast<double>(job.total_disk_bytes()), elapsed()) << "\n";
-          last_print = elapsed();
-        }
-        if (all_done) return;
-      }
-    });
+    ProgressMonitor monitor(
+        counters, [&](std::vector<double>& sums) { context.allreduce_sum(sums, "prepare shards: progress", kCollectiveTimeoutS); },
+        context.world_size(), static_cast<double>(job.total_disk_bytes()), options.max_bad_fraction, progress_seconds,
+        context.is_root() ? &std::cerr : nullptr);
     bool completed = false;
     try {
-      completed = job.run(counters, stop);
+      completed = job.run(counters, monitor.stop());
     } catch (const std::exception& e) {
-      // The progress thread is in collectives with the other ranks: end the whole job from here.
+      // The monitor is in collectives with the other ranks: end the whole job from here.
       if (context.world_size() > 1) context.abort_job(str("rank ", context.rank(), ": ", e.what()));
-      finished = true;
-      progress.join();
       throw;
     }
-    finished = true;
-    progress.join();
-    seconds = elapsed();
+    totals = monitor.finish();
+    seconds = monitor.seconds();
     if (!completed) {
       // Every rank saw the same sums, so every rank stops here.
       failure = str(static_cast<uint64_t>(totals.bad_lines), " of the first ", static_cast<uint64_t>(totals.records),

@@ -19,6 +19,50 @@ ProgressTotals ProgressTotals::from_snapshot(const std::vector<double>& sums) {
   return {sums[0], sums[1], sums[2], sums[3], sums[4], sums[5], sums[6], sums[7]};
 }
 
+ProgressMonitor::ProgressMonitor(const PrepareCounters& counters, Reduce reduce, int world_size,
+                                 double total_disk_bytes, double max_bad_fraction, double print_seconds,
+                                 std::ostream* out)
+    : counters_(counters),
+      reduce_(std::move(reduce)),
+      world_size_(world_size),
+      total_disk_bytes_(total_disk_bytes),
+      max_bad_fraction_(max_bad_fraction),
+      print_seconds_(print_seconds),
+      out_(out),
+      start_(std::chrono::steady_clock::now()),
+      thread_([this] { rounds(); }) {}
+
+ProgressMonitor::~ProgressMonitor() {
+  if (thread_.joinable()) finish();
+}
+
+double ProgressMonitor::seconds() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+void ProgressMonitor::rounds() {
+  double last_print = 0;
+  for (;;) {
+    for (int i = 0; i < 5 && !finished_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::vector<double> sums = counters_.snapshot(finished_);
+    reduce_(sums);
+    totals_ = ProgressTotals::from_snapshot(sums);
+    if (totals_.records >= 10000 && totals_.bad_lines > max_bad_fraction_ * totals_.records) stop_ = true;
+    const bool all_done = totals_.finished_ranks >= world_size_;
+    if (out_ && (seconds() - last_print >= print_seconds_ || all_done)) {
+      *out_ << progress_line(totals_, total_disk_bytes_, seconds()) << "\n" << std::flush;
+      last_print = seconds();
+    }
+    if (all_done) return;
+  }
+}
+
+ProgressTotals ProgressMonitor::finish() {
+  finished_ = true;
+  thread_.join();
+  return totals_;
+}
+
 std::string with_thousands(uint64_t n) {
   std::string digits = std::to_string(n), out;
   for (size_t i = 0; i < digits.size(); ++i) {

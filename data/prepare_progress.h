@@ -2,8 +2,12 @@
 // for its progress line (MB/s, tokens/s, documents, bad lines, ETA).
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <functional>
+#include <ostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace sinklm {
@@ -31,6 +35,38 @@ struct ProgressTotals {
 // "[prepare shards] 41.3% of 2.15 GB | 31.2 MB/s, 7.81M tokens/s | 120,311 documents, 3 bad lines | ETA 0:01:23"
 // Rates count this run's work only (units finished before a resume are excluded).
 std::string progress_line(const ProgressTotals& totals, double total_disk_bytes, double seconds);
+
+// Watches a rank's work from a second thread: a few times a second it sums the counters of every rank with
+// `reduce` (the command's collective: an MPI allreduce; nothing in a world of one), prints a progress line to
+// `out` every `print_seconds` (rank 0; null elsewhere), and raises stop() once 10,000 records are read and
+// more than `max_bad_fraction` of them are malformed. Every rank sees the same sums, so all stop together.
+class ProgressMonitor {
+ public:
+  using Reduce = std::function<void(std::vector<double>&)>;
+  ProgressMonitor(const PrepareCounters& counters, Reduce reduce, int world_size, double total_disk_bytes,
+                  double max_bad_fraction, double print_seconds, std::ostream* out);
+  ~ProgressMonitor();  // finish()es when the caller did not
+  ProgressMonitor(const ProgressMonitor&) = delete;
+  ProgressMonitor& operator=(const ProgressMonitor&) = delete;
+
+  const std::atomic<bool>& stop() const { return stop_; }
+  // Marks this rank's work done; returns, with the final sums, once every rank's is (the last line printed).
+  ProgressTotals finish();
+  double seconds() const;
+
+ private:
+  void rounds();
+
+  const PrepareCounters& counters_;
+  Reduce reduce_;
+  int world_size_;
+  double total_disk_bytes_, max_bad_fraction_, print_seconds_;
+  std::ostream* out_;
+  std::chrono::steady_clock::time_point start_;
+  std::atomic<bool> stop_{false}, finished_{false};
+  ProgressTotals totals_;
+  std::thread thread_;
+};
 
 // "1,234,567"
 std::string with_thousands(uint64_t n);
