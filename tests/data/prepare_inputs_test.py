@@ -7,6 +7,7 @@ several units:
   - every document's tokens in the shards equal `sinklm tokenize` of the same text, in input order, and each
     document sits in the split its seeded hash gives (reimplemented here);
   - bad_lines.tsv lists every malformed line (file:line) and nothing else is lost; summary.json totals;
+  - a `sinklm prepare corpus` directory keeps its splits and document ids;
   - token-count split sizes; --max-bad-fraction; user errors naming the input.
 Exit 77 (skipped) without openai-whisper (the GPT-2 rank file) or the zstd CLI.
 """
@@ -187,6 +188,23 @@ def run_checks(work, rank_path):
     _, got2 = split_documents(out2)
     want2 = [i + [eot] for i in tokenize(rank_path, blocks)]
     check(got2["train"] == want2, f"--text-blocks: {len(got2['train'])} blocks == `sinklm tokenize` of {len(want2)}")
+
+    # A `sinklm prepare corpus` directory keeps its splits and lists its documents by id.
+    corpus = os.path.join(work, "corpus")
+    os.makedirs(corpus)
+    json.dump({"format": "sinklm-corpus", "format_version": 1}, open(os.path.join(corpus, "manifest.json"), "w"))
+    corpus_docs = {"train": docs[:30], "validation": docs[30:35], "test": docs[35:40]}
+    for split, texts in corpus_docs.items():
+        with open(os.path.join(corpus, split + ".jsonl"), "w", encoding="utf-8") as f:
+            for k, t in enumerate(texts):
+                f.write(json.dumps({"id": f"{split}/{k}", "text": t}) + "\n")
+    out4 = os.path.join(work, "shards-corpus")
+    run("prepare", "shards", "--tokenizer", rank_path, "--in", corpus, "--out", out4)
+    manifest4, got4 = split_documents(out4)
+    for split, texts in corpus_docs.items():
+        check(got4[split] == [i + [eot] for i in tokenize(rank_path, texts)], f"corpus directory: {split} kept")
+        listed = [d["id"] for d in manifest4["documents"] if d["split"] == split]
+        check(listed == [f"{split}/{k}" for k in range(len(texts))], f"corpus directory: {split} document ids listed")
 
     # Token-count split sizes become fractions of an estimate of the corpus's tokens.
     out3 = os.path.join(work, "shards-tokens")
