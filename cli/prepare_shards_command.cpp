@@ -58,8 +58,8 @@ int prepare_shards(const std::vector<std::string>& argv) {
              {"test-size", "X", "test split: a fraction of documents (0.01, default) or tokens (5M)"},
              {"seed", "N", "seed of the document hash that picks each document's split (default 1234)"},
              {"shard-tokens", "N", "start a new shard after about N tokens (default 100M)"},
-             {"unit-bytes", "N", "work unit size on disk: uncompressed JSONL is cut into ranges of N bytes, smaller "
-                                 "files are grouped (default 256M; part of the output's identity)"},
+             {"unit-bytes", "N", "work unit size on disk (compressed files count 4x): uncompressed JSONL and text blocks "
+                                 "are cut into ranges, smaller files grouped (default 256M; shapes the output)"},
              {"max-bad-fraction", "F", "fail when more than this fraction of records is malformed (default 0.01)"},
              {"threads", "N", "tokenizer threads per rank (default 0 = this node's cores / ranks on the node)"},
              {"progress-seconds", "S", "seconds between progress lines (default 10)"},

@@ -1,10 +1,11 @@
 // Streams the raw records of one piece of an input file (input_files.h): JSONL lines, text blocks or a whole
 // text file, each with the line it starts on. Only a read buffer and the current record are in memory.
 //
-// Byte ranges: a piece [begin, end) of an uncompressed JSONL file owns the lines that start inside it; a
-// line that starts before `end` is read to its end even past `end`, and a piece starting mid-line skips to the
-// next line start. The pieces of one file therefore hold each line exactly once, and line numbers count from
-// the piece's first line (prepare_plan.h turns them into file line numbers).
+// Byte ranges: a piece [begin, end) of an uncompressed JSONL or text-block file owns the lines (blocks) that
+// start inside it; a line (block) that starts before `end` is read to its end even past `end`, and a piece
+// starting mid-line (mid-block) skips to the next line (block) start. The pieces of one file therefore hold
+// each record exactly once, and line numbers count the lines that start in the piece, from its first
+// (prepare_plan.h turns them into file line numbers).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -36,8 +37,9 @@ class DocumentReader {
   uint64_t disk_offset() const { return stream_->disk_offset(); }
 
  private:
-  // The next line of the piece into `line` (newline and trailing '\r' removed); false at the end.
-  bool next_line(std::string& line);
+  // The next line into `line` (newline and trailing '\r' removed); false at the end of the file. `past_end`:
+  // the line starts at or after the piece's end (only lines that start inside count in lines()).
+  bool next_line(std::string& line, bool& past_end);
   bool fill();
 
   const InputFile& file_;
@@ -46,6 +48,7 @@ class DocumentReader {
   std::string buffer_;
   size_t pos_ = 0;
   bool eof_ = false, done_ = false;
+  bool continuing_block_ = false;  // text blocks: skipping the end of a block owned by the previous piece
   uint64_t position_;       // decompressed offset of buffer_[pos_]
   uint64_t consumed_ = 0;   // decompressed bytes handed out as lines
   uint64_t lines_ = 0;

@@ -30,8 +30,8 @@ struct InputFile {
   std::optional<Split> split;  // fixed by a corpus directory; otherwise chosen by hash (hash_split.h)
   bool has_ids = false;        // corpus directory files: each line has a unique "id"
 
-  // Uncompressed JSONL can be cut into byte ranges at line starts; everything else is read whole.
-  bool splittable() const { return kind == InputKind::Jsonl && compression == Compression::None; }
+  // Uncompressed JSONL and text blocks can be cut into byte ranges (document_reader.h); the rest is read whole.
+  bool splittable() const { return kind != InputKind::TextFile && compression == Compression::None; }
 };
 
 struct InputOptions {

@@ -2,8 +2,8 @@
 // and --unit-bytes, never on the number of ranks or threads, so the shards (named after their unit) are the
 // same whatever runs them.
 //
-// Files are taken in path order and packed into units of about `unit_bytes` of work: an uncompressed JSONL
-// file is cut into byte ranges (document_reader.h), any other file is read whole; several small files share a
+// Files are taken in path order and packed into units of about `unit_bytes` of work: an uncompressed JSONL or
+// text-block file is cut into byte ranges (document_reader.h), any other file is read whole; several small files share a
 // unit, a file of at least `unit_bytes` gets a unit of its own. Work is bytes on disk, times
 // kCompressedWorkFactor for .gz/.zst files (text compresses about that much), so that compressed files are not
 // packed into a few huge units.

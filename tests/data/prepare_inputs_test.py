@@ -184,10 +184,11 @@ def run_checks(work, rank_path):
         f.write("\n\n".join(blocks[:20]) + "\n \t\n\r\n" + "\n\n\n".join(blocks[20:]) + "\n")
     out2 = os.path.join(work, "shards-blocks")
     run("prepare", "shards", "--tokenizer", rank_path, "--in", blocks_dir, "--out", out2, "--text-blocks",
-        "--validation-size", "0", "--test-size", "0")
+        "--validation-size", "0", "--test-size", "0", "--unit-bytes", "2K")  # cut into byte ranges
     _, got2 = split_documents(out2)
     want2 = [i + [eot] for i in tokenize(rank_path, blocks)]
     check(got2["train"] == want2, f"--text-blocks: {len(got2['train'])} blocks == `sinklm tokenize` of {len(want2)}")
+    check(json.load(open(os.path.join(out2, "summary.json")))["inputs"]["units"] > 5, "--text-blocks: several units")
 
     # A `sinklm prepare corpus` directory keeps its splits and lists its documents by id.
     corpus = os.path.join(work, "corpus")

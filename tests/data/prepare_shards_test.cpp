@@ -80,6 +80,42 @@ TEST(DocumentReader, ByteRangesHoldEveryLineExactlyOnceWithFileLineNumbers) {
   }
 }
 
+TEST(DocumentReader, TextBlocksCutIntoByteRangesAreEachReadOnceWithTheirFirstLine) {
+  TestDir dir;
+  std::string text;
+  for (int b = 0; b < 60; ++b) {
+    for (int l = 0; l <= b % 4; ++l) text += "block " + std::to_string(b) + " line " + std::to_string(l) + "\n";
+    text += b % 3 == 0 ? "\n" : b % 3 == 1 ? " \t\n\n" : "\r\n\n\n";
+  }
+  write(dir / "blocks.txt", text);
+  const InputFile file = input(dir / "blocks.txt", /*text_blocks=*/true);
+  ASSERT_TRUE(file.splittable());
+  const std::vector<RawRecord> whole = read_all(file, 0, file.disk_bytes);
+  ASSERT_EQ(whole.size(), 60u);
+  for (uint64_t step : {1u, 5u, 17u, 64u, 333u}) {
+    std::vector<WorkUnit> units = plan_work_units({file}, step);
+    std::vector<std::vector<uint64_t>> lines(units.size());
+    std::vector<std::vector<std::vector<RawRecord>>> records(units.size());
+    for (const WorkUnit& u : units)
+      for (const InputPiece& p : u.pieces) {
+        uint64_t n = 0;
+        records[u.index].push_back(read_all(file, p.begin, p.end, &n));
+        lines[u.index].push_back(n);
+      }
+    const auto first = first_lines_of_pieces(units, lines);
+    size_t k = 0;
+    for (const WorkUnit& u : units)
+      for (size_t p = 0; p < u.pieces.size(); ++p)
+        for (const RawRecord& r : records[u.index][p]) {
+          ASSERT_LT(k, whole.size()) << "unit bytes " << step;
+          EXPECT_EQ(r.text, whole[k].text) << "unit bytes " << step;
+          EXPECT_EQ(first[u.index][p] + r.line - 1, whole[k].line) << "unit bytes " << step;
+          ++k;
+        }
+    EXPECT_EQ(k, whole.size()) << "unit bytes " << step;
+  }
+}
+
 TEST(DocumentReader, GzipAndMultiFrameZstdReadLikeThePlainFile) {
   TestDir dir;
   const std::string text = jsonl_lines(3000);
@@ -117,10 +153,11 @@ TEST(DocumentReader, GzipAndMultiFrameZstdReadLikeThePlainFile) {
 TEST(DocumentReader, TextFilesAreOneDocumentOrBlankLineSeparatedBlocks) {
   TestDir dir;
   write(dir / "book.txt", "\n\nFirst block\nsecond line\r\n  \t\n\n\nSecond block\n\nThird");
-  auto whole = read_all(input(dir / "book.txt"), 0, 0);
+  const uint64_t size = read_file(dir / "book.txt").size();
+  auto whole = read_all(input(dir / "book.txt"), 0, size);
   ASSERT_EQ(whole.size(), 1u);
   EXPECT_EQ(whole[0].text, read_file(dir / "book.txt"));
-  auto blocks = read_all(input(dir / "book.txt", true), 0, 0);
+  auto blocks = read_all(input(dir / "book.txt", true), 0, size);
   ASSERT_EQ(blocks.size(), 3u);
   EXPECT_EQ(blocks[0].text, "First block\nsecond line");
   EXPECT_EQ(blocks[0].line, 3u);
