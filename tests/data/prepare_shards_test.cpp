@@ -46,67 +46,27 @@ InputFile input(const std::string& path, bool text_blocks = false) {
   return expand_inputs({path}, InputOptions{text_blocks}).at(0);
 }
 
-TEST(DocumentReader, ByteRangesHoldEveryLineExactlyOnceWithFileLineNumbers) {
-  TestDir dir;
-  const std::string text = jsonl_lines(200);
-  write(dir / "a.jsonl", text);
-  const InputFile file = input(dir / "a.jsonl");
-  ASSERT_TRUE(file.splittable());
-  std::vector<RawRecord> whole = read_all(file, 0, file.disk_bytes);
-  ASSERT_EQ(whole.size(), 200u);
-  for (uint64_t step : {1u, 7u, 33u, 100u, 4096u}) {
-    std::vector<WorkUnit> units = plan_work_units({file}, step);
-    std::vector<std::vector<uint64_t>> lines(units.size());
-    std::vector<std::pair<std::string, uint64_t>> got;  // text, piece-relative line
-    for (const WorkUnit& u : units)
-      for (const InputPiece& p : u.pieces) {
-        uint64_t n = 0;
-        for (const RawRecord& r : read_all(file, p.begin, p.end, &n)) got.push_back({r.text, r.line});
-        lines[u.index].push_back(n);
-      }
-    ASSERT_EQ(got.size(), whole.size()) << "unit bytes " << step;
-    // Piece-relative line numbers become file line numbers with the line counts of the pieces before.
-    auto first = first_lines_of_pieces(units, lines);
-    size_t k = 0;
-    for (const WorkUnit& u : units)
-      for (size_t p = 0; p < u.pieces.size(); ++p) {
-        uint64_t n = 0;
-        for (const RawRecord& r : read_all(file, u.pieces[p].begin, u.pieces[p].end, &n)) {
-          EXPECT_EQ(r.text, whole[k].text);
-          EXPECT_EQ(first[u.index][p] + r.line - 1, whole[k].line) << "unit bytes " << step;
-          ++k;
-        }
-      }
-  }
-}
-
-TEST(DocumentReader, TextBlocksCutIntoByteRangesAreEachReadOnceWithTheirFirstLine) {
-  TestDir dir;
-  std::string text;
-  for (int b = 0; b < 60; ++b) {
-    for (int l = 0; l <= b % 4; ++l) text += "block " + std::to_string(b) + " line " + std::to_string(l) + "\n";
-    text += b % 3 == 0 ? "\n" : b % 3 == 1 ? " \t\n\n" : "\r\n\n\n";
-  }
-  write(dir / "blocks.txt", text);
-  const InputFile file = input(dir / "blocks.txt", /*text_blocks=*/true);
+// Reading `file` cut into units of `step` bytes gives the records of reading it whole, each once, with the
+// same file line numbers (piece-relative lines + the line counts of the pieces before).
+void expect_pieces_read_like_whole(const InputFile& file, size_t records, const std::vector<uint64_t>& steps) {
   ASSERT_TRUE(file.splittable());
   const std::vector<RawRecord> whole = read_all(file, 0, file.disk_bytes);
-  ASSERT_EQ(whole.size(), 60u);
-  for (uint64_t step : {1u, 5u, 17u, 64u, 333u}) {
+  ASSERT_EQ(whole.size(), records);
+  for (uint64_t step : steps) {
     std::vector<WorkUnit> units = plan_work_units({file}, step);
     std::vector<std::vector<uint64_t>> lines(units.size());
-    std::vector<std::vector<std::vector<RawRecord>>> records(units.size());
+    std::vector<std::vector<std::vector<RawRecord>>> got(units.size());
     for (const WorkUnit& u : units)
       for (const InputPiece& p : u.pieces) {
         uint64_t n = 0;
-        records[u.index].push_back(read_all(file, p.begin, p.end, &n));
+        got[u.index].push_back(read_all(file, p.begin, p.end, &n));
         lines[u.index].push_back(n);
       }
     const auto first = first_lines_of_pieces(units, lines);
     size_t k = 0;
     for (const WorkUnit& u : units)
       for (size_t p = 0; p < u.pieces.size(); ++p)
-        for (const RawRecord& r : records[u.index][p]) {
+        for (const RawRecord& r : got[u.index][p]) {
           ASSERT_LT(k, whole.size()) << "unit bytes " << step;
           EXPECT_EQ(r.text, whole[k].text) << "unit bytes " << step;
           EXPECT_EQ(first[u.index][p] + r.line - 1, whole[k].line) << "unit bytes " << step;
@@ -114,6 +74,23 @@ TEST(DocumentReader, TextBlocksCutIntoByteRangesAreEachReadOnceWithTheirFirstLin
         }
     EXPECT_EQ(k, whole.size()) << "unit bytes " << step;
   }
+}
+
+TEST(DocumentReader, JsonlByteRangesHoldEveryLineOnceWithFileLineNumbers) {
+  TestDir dir;
+  write(dir / "a.jsonl", jsonl_lines(200));
+  expect_pieces_read_like_whole(input(dir / "a.jsonl"), 200, {1, 7, 33, 100, 4096});
+}
+
+TEST(DocumentReader, TextBlockByteRangesHoldEveryBlockOnceWithItsFirstLine) {
+  TestDir dir;
+  std::string text;
+  for (int b = 0; b < 60; ++b) {
+    for (int l = 0; l <= b % 4; ++l) text += "block " + std::to_string(b) + " line " + std::to_string(l) + "\n";
+    text += b % 3 == 0 ? "\n" : b % 3 == 1 ? " \t\n\n" : "\r\n\n\n";
+  }
+  write(dir / "blocks.txt", text);
+  expect_pieces_read_like_whole(input(dir / "blocks.txt", /*text_blocks=*/true), 60, {1, 5, 17, 64, 333});
 }
 
 TEST(DocumentReader, GzipAndMultiFrameZstdReadLikeThePlainFile) {
