@@ -91,8 +91,10 @@ bool DocumentReader::next_line(std::string& line, bool& past_end) {
       if (!line.empty() && line.back() == '\r') line.pop_back();
       pos_ += taken;
       position_ += taken;
-      consumed_ += taken;
-      if (!past_end) ++lines_;
+      if (!past_end) {  // a line is counted (and its bytes) by the piece it starts in
+        ++lines_;
+        consumed_ += taken;
+      }
       return true;
     }
     scanned = buffer_.size();

@@ -30,7 +30,8 @@ class DocumentReader {
   bool next(RawRecord& out);
   // Lines that start in the piece, read so far (all of them once next() has returned false).
   uint64_t lines() const { return lines_; }
-  // Decompressed bytes consumed so far, and the position in the file on disk.
+  // Decompressed bytes of the lines counted in lines() (so the pieces of a file add up to its size), and the
+  // position in the file on disk.
   uint64_t bytes_read() const { return consumed_; }
   // Decompressed bytes read ahead into the buffer but not handed out yet.
   uint64_t bytes_buffered() const { return buffer_.size() - pos_; }

@@ -73,6 +73,15 @@ void expect_pieces_read_like_whole(const InputFile& file, size_t records, const 
           ++k;
         }
     EXPECT_EQ(k, whole.size()) << "unit bytes " << step;
+    uint64_t bytes = 0;
+    for (const WorkUnit& u : units)
+      for (const InputPiece& p : u.pieces) {
+        DocumentReader reader(file, p.begin, p.end);
+        for (RawRecord r; reader.next(r);) {
+        }
+        bytes += reader.bytes_read();
+      }
+    EXPECT_EQ(bytes, file.disk_bytes) << "the pieces' bytes add up to the file, unit bytes " << step;
   }
 }
 
