@@ -51,19 +51,23 @@ void write_file_durable(const std::string& path, const std::string& text) {
 
 void fsync_directory(const std::string& path) { fsync_path(path, O_RDONLY | O_DIRECTORY); }
 
-AtomicDirWriter::AtomicDirWriter(std::string final_dir, const std::string& staging_suffix)
-    : final_(std::move(final_dir)) {
+AtomicDirWriter::AtomicDirWriter(std::string final_dir, const std::string& staging_suffix, Staging staging)
+    : final_(std::move(final_dir)), mode_(staging) {
   while (!final_.empty() && final_.back() == '/') final_.pop_back();
   if (final_.empty()) fail("output directory: empty path");
   fs::path parent = fs::path(final_).parent_path();
   if (!parent.empty()) fs::create_directories(parent);
   staging_ = final_ + (staging_suffix.empty() ? ".tmp-" + std::to_string(::getpid()) : staging_suffix);
+  if (mode_ == Staging::Keep) {
+    fs::create_directories(staging_);
+    return;
+  }
   fs::remove_all(staging_);
   if (!fs::create_directory(staging_)) fail(staging_, ": cannot create staging directory");
 }
 
 AtomicDirWriter::~AtomicDirWriter() {
-  if (!committed_) {
+  if (!committed_ && mode_ == Staging::Fresh) {
     std::error_code ignored;
     fs::remove_all(staging_, ignored);
   }

@@ -14,10 +14,15 @@ void fsync_directory(const std::string& path);
 
 class AtomicDirWriter {
  public:
+  // Fresh: the staging directory starts empty and is removed unless commit() succeeds. Keep: a resumable job
+  // (`prepare shards`) reuses what an interrupted run left in it, and it stays when the writer goes away.
+  enum class Staging { Fresh, Keep };
+
   // The staging directory is "<final_dir><staging_suffix>" (default ".tmp-<pid>"). Several processes that
   // fill one staging directory together (the ranks of a training job) pass the same suffix.
-  explicit AtomicDirWriter(std::string final_dir, const std::string& staging_suffix = "");
-  ~AtomicDirWriter();  // removes the temporary directory unless commit() succeeded
+  explicit AtomicDirWriter(std::string final_dir, const std::string& staging_suffix = "",
+                           Staging staging = Staging::Fresh);
+  ~AtomicDirWriter();  // removes a Fresh temporary directory unless commit() succeeded
   AtomicDirWriter(const AtomicDirWriter&) = delete;
   AtomicDirWriter& operator=(const AtomicDirWriter&) = delete;
 
@@ -29,6 +34,7 @@ class AtomicDirWriter {
   std::string final_;
   std::string staging_;
   bool committed_ = false;
+  Staging mode_;
 };
 
 }  // namespace sinklm

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "data/seeded_random.h"
+#include "data/hash_split.h"
 
 namespace sinklm {
 
@@ -28,10 +28,8 @@ std::vector<Split> split_documents(const std::vector<std::string>& ids, uint64_t
   std::vector<double> u(ids.size());
   std::vector<Split> splits(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) {
-    u[i] = static_cast<double>(seeded_hash(seed, ids[i]) >> 11) / static_cast<double>(1ULL << 53);
-    splits[i] = u[i] < fractions.validation                  ? Split::Validation
-                : u[i] < fractions.validation + fractions.test ? Split::Test
-                                                               : Split::Train;
+    u[i] = split_draw(seed, ids[i]);
+    splits[i] = split_of_draw(u[i], fractions);
   }
   if (ids.size() < 3) return splits;
   // A tiny corpus may leave validation or test empty: move the training document whose draw is closest.

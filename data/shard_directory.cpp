@@ -8,10 +8,10 @@
 
 namespace sinklm {
 
-std::string shard_file_name(Split split, size_t index) {
-  char number[16];
-  std::snprintf(number, sizeof(number), "%05zu", index);
-  return str(split_name(split), "-", number, ".bin");
+std::string shard_file_name(Split split, size_t unit, size_t index) {
+  char name[64];
+  std::snprintf(name, sizeof(name), "%s-%06zu-%04zu.bin", split_name(split), unit, index);
+  return name;
 }
 
 std::string shard_manifest_path(const std::string& dir) { return dir + "/manifest.json"; }

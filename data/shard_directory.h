@@ -1,9 +1,12 @@
-// A directory of token shards (written by `sinklm prepare shards`):
-//   <dir>/<split>-<nnnnn>.bin   token shards (format: token_shard.h), documents never cross shards
-//   <dir>/manifest.json         {"format": "sinklm-shards", "format_version": 1, "tokenizer": description,
-//                                "vocab_size", "end_of_text_id", "bytes_per_token",
-//                                "splits": {"train": {"shards": [file names], "tokens", "documents"}, ...},
-//                                "documents": [{"id", "split", "shard", "tokens"}]}
+// A directory of token shards (written by `sinklm prepare shards`, data/prepare_job.h):
+//   <dir>/<split>-<unit>-<k>.bin   token shards (format: token_shard.h), documents never cross shards
+//   <dir>/manifest.json            {"format": "sinklm-shards", "format_version": 1, "tokenizer": description,
+//                                   "vocab_size", "end_of_text_id", "bytes_per_token", "inputs": [paths], "seed",
+//                                   "split_fractions": {"validation", "test"},
+//                                   "splits": {"train": {"shards": [file names], "tokens", "documents"}, ...},
+//                                   "documents": [{"id", "split", "shard", "tokens"}]   (corpus directory inputs)}
+//   <dir>/summary.json, bad_lines.tsv   totals and the skipped records (prepare_job.h)
+// Readers take the shard names from the manifest, in order.
 #pragma once
 #include <string>
 #include <vector>
@@ -13,7 +16,8 @@
 
 namespace sinklm {
 
-std::string shard_file_name(Split split, size_t index);
+// "<split>-<unit, 6 digits>-<index, 4 digits>.bin": shard `index` of work unit `unit` (prepare_plan.h).
+std::string shard_file_name(Split split, size_t unit, size_t index);
 std::string shard_manifest_path(const std::string& dir);
 
 // The shards of one split, opened (memory-mapped) in manifest order. UserError naming the manifest when it

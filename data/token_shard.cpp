@@ -36,35 +36,72 @@ uint32_t token_bytes_for_vocab(uint32_t vocab_size) { return vocab_size <= 65536
 
 void write_token_shard(const std::string& path, const std::vector<const TokenIds*>& documents, uint32_t vocab_size,
                        uint32_t end_of_text_id) {
-  const uint32_t width = token_bytes_for_vocab(vocab_size);
-  uint64_t tokens = 0;
-  for (const TokenIds* doc : documents) tokens += doc->size() + 1;
-  std::string out;
-  out.reserve(kTokenShardHeaderBytes + tokens * width + (documents.size() + 1) * 8);
-  out.append(kMagic, 8);
-  put<uint32_t>(out, kTokenShardVersion);
-  put<uint32_t>(out, width);
-  put<uint64_t>(out, tokens);
-  put<uint64_t>(out, documents.size());
-  put<uint32_t>(out, vocab_size);
-  put<uint32_t>(out, end_of_text_id);
-  out.append(kTokenShardHeaderBytes - out.size(), '\0');
+  TokenShardWriter writer(path, vocab_size, end_of_text_id);
+  for (const TokenIds* doc : documents) writer.add_document(*doc);
+  writer.finish();
+}
+
+TokenShardWriter::TokenShardWriter(std::string path, uint32_t vocab_size, uint32_t end_of_text_id)
+    : path_(std::move(path)),
+      partial_path_(path_ + ".partial"),
+      vocab_size_(vocab_size),
+      end_of_text_id_(end_of_text_id),
+      width_(token_bytes_for_vocab(vocab_size)) {
+  fd_ = ::open(partial_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) fail(partial_path_, ": cannot create: ", std::strerror(errno));
+  buffer_.assign(kTokenShardHeaderBytes, '\0');  // the header is written last, once the counts are known
+}
+
+TokenShardWriter::~TokenShardWriter() {
+  if (fd_ < 0) return;
+  ::close(fd_);
+  ::unlink(partial_path_.c_str());
+}
+
+void TokenShardWriter::add_document(const TokenIds& ids) {
+  SINKLM_ASSERT(fd_ >= 0, path_, " is already finished");
   auto put_token = [&](uint32_t id) {
-    SINKLM_ASSERT(id < vocab_size, "token id ", id, " outside vocabulary of ", vocab_size, " while writing ", path);
-    if (width == 2) put<uint16_t>(out, static_cast<uint16_t>(id));
-    else put<uint32_t>(out, id);
+    SINKLM_ASSERT(id < vocab_size_, "token id ", id, " outside vocabulary of ", vocab_size_, " while writing ", path_);
+    if (width_ == 2) put<uint16_t>(buffer_, static_cast<uint16_t>(id));
+    else put<uint32_t>(buffer_, id);
   };
-  std::vector<uint64_t> starts;
-  uint64_t position = 0;
-  for (const TokenIds* doc : documents) {
-    starts.push_back(position);
-    for (uint32_t id : *doc) put_token(id);
-    put_token(end_of_text_id);
-    position += doc->size() + 1;
+  for (uint32_t id : ids) put_token(id);
+  put_token(end_of_text_id_);
+  starts_.push_back(starts_.back() + ids.size() + 1);
+  if (buffer_.size() >= (1u << 20)) flush_buffer();
+}
+
+void TokenShardWriter::flush_buffer() {
+  const char* bytes = buffer_.data();
+  size_t left = buffer_.size();
+  while (left > 0) {
+    ssize_t wrote = ::write(fd_, bytes, left);
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote <= 0) fail(partial_path_, ": write failed: ", std::strerror(errno), " (is the disk full?)");
+    bytes += wrote;
+    left -= static_cast<size_t>(wrote);
   }
-  starts.push_back(position);
-  for (uint64_t s : starts) put<uint64_t>(out, s);
-  write_file_durable(path, out);
+  buffer_.clear();
+}
+
+void TokenShardWriter::finish() {
+  SINKLM_ASSERT(fd_ >= 0, path_, " is already finished");
+  for (uint64_t s : starts_) put<uint64_t>(buffer_, s);
+  flush_buffer();
+  std::string header(kMagic, 8);
+  put<uint32_t>(header, kTokenShardVersion);
+  put<uint32_t>(header, width_);
+  put<uint64_t>(header, token_count());
+  put<uint64_t>(header, document_count());
+  put<uint32_t>(header, vocab_size_);
+  put<uint32_t>(header, end_of_text_id_);
+  header.append(kTokenShardHeaderBytes - header.size(), '\0');
+  if (::pwrite(fd_, header.data(), header.size(), 0) != static_cast<ssize_t>(header.size()) || ::fsync(fd_) != 0)
+    fail(partial_path_, ": write/fsync failed: ", std::strerror(errno));
+  const int rc = ::close(fd_);
+  fd_ = -1;
+  if (rc != 0 || ::rename(partial_path_.c_str(), path_.c_str()) != 0)
+    fail(path_, ": cannot move the finished shard into place: ", std::strerror(errno));
 }
 
 TokenShard::TokenShard(const std::string& path) : path_(path) {

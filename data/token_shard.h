@@ -28,10 +28,37 @@ constexpr size_t kTokenShardHeaderBytes = 64;
 // 2 when every id fits in uint16, else 4.
 uint32_t token_bytes_for_vocab(uint32_t vocab_size);
 
-// Serialises documents into one shard file (durably, via write_file_durable; callers put it in an
-// AtomicDirWriter staging directory).
+// Serialises documents into one shard file, durably (a TokenShardWriter; callers put it in an AtomicDirWriter
+// staging directory).
 void write_token_shard(const std::string& path, const std::vector<const TokenIds*>& documents, uint32_t vocab_size,
                        uint32_t end_of_text_id);
+
+// Streams documents into one shard file without holding it in memory: tokens go to "<path>.partial" as they
+// come, the document index and the header are written by finish(), which fsyncs and renames the file to
+// `path` (so a shard under its final name is always complete).
+class TokenShardWriter {
+ public:
+  TokenShardWriter(std::string path, uint32_t vocab_size, uint32_t end_of_text_id);
+  ~TokenShardWriter();  // an unfinished shard's partial file is removed
+  TokenShardWriter(const TokenShardWriter&) = delete;
+  TokenShardWriter& operator=(const TokenShardWriter&) = delete;
+
+  // Appends the document's ids and the end-of-text id.
+  void add_document(const TokenIds& ids);
+  void finish();
+  uint64_t token_count() const { return starts_.back(); }
+  uint64_t document_count() const { return starts_.size() - 1; }
+  const std::string& path() const { return path_; }
+
+ private:
+  void flush_buffer();
+
+  std::string path_, partial_path_;
+  uint32_t vocab_size_, end_of_text_id_, width_;
+  int fd_ = -1;
+  std::string buffer_;
+  std::vector<uint64_t> starts_{0};
+};
 
 // A memory-mapped shard, checked on open: wrong magic, unknown version, a size that disagrees with the
 // header or a malformed document index is a UserError naming the file.

@@ -48,17 +48,19 @@ void append_utf8(std::string& out, uint32_t cp) {
   }
 }
 
-bool is_valid_utf8(std::string_view text) {
+size_t first_invalid_utf8(std::string_view text) {
   for (size_t pos = 0; pos < text.size();) {
     if (static_cast<unsigned char>(text[pos]) < 0x80) {
       ++pos;
       continue;
     }
     size_t len = valid_sequence_length(text, pos);
-    if (len == 0) return false;
+    if (len == 0) return pos;
     pos += len;
   }
-  return true;
+  return std::string_view::npos;
 }
+
+bool is_valid_utf8(std::string_view text) { return first_invalid_utf8(text) == std::string_view::npos; }
 
 }  // namespace sinklm

@@ -13,5 +13,7 @@ size_t valid_sequence_length(std::string_view text, size_t pos);
 std::optional<uint32_t> next_codepoint(std::string_view text, size_t& pos);
 void append_utf8(std::string& out, uint32_t codepoint);
 bool is_valid_utf8(std::string_view text);
+// Byte offset of the first byte that starts no valid sequence; npos when the whole text is valid.
+size_t first_invalid_utf8(std::string_view text);
 
 }  // namespace sinklm

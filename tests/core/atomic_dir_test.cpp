@@ -46,5 +46,26 @@ TEST(AtomicDirWriter, CommitReplacesAndAbandonLeavesOldIntact) {
   fs::remove_all(root);
 }
 
+TEST(AtomicDirWriter, KeptStagingSurvivesAnAbandonedWriterAndIsReused) {
+  fs::path root = fs::temp_directory_path() / ("sinklm_atomic_keep_" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  const std::string target = (root / "shards").string();
+  {
+    AtomicDirWriter w(target, ".partial", AtomicDirWriter::Staging::Keep);
+    write_file_durable(w.staging_path("unit-0"), "done");
+    // destroyed without commit: an interrupted resumable job
+  }
+  EXPECT_EQ(slurp(root / "shards.partial" / "unit-0"), "done");
+  {
+    AtomicDirWriter w(target, ".partial", AtomicDirWriter::Staging::Keep);
+    write_file_durable(w.staging_path("unit-1"), "done too");
+    w.commit();
+  }
+  EXPECT_EQ(slurp(root / "shards" / "unit-0"), "done");
+  EXPECT_EQ(slurp(root / "shards" / "unit-1"), "done too");
+  EXPECT_FALSE(fs::exists(root / "shards.partial"));
+  fs::remove_all(root);
+}
+
 }  // namespace
 }  // namespace sinklm
