@@ -1,6 +1,8 @@
-// sinklm eval: zero-shot scoring of a checkpoint on task files (eval/task_formats.h) with lm-eval's semantics
-// (eval/loglikelihood_scorer.h, eval/task_metrics.h), the results file and tables (eval/eval_report.h),
-// --compare of two results, and `eval build-tasks` (eval/proxy_tasks.h).
+// sinklm eval: zero-shot scoring of a checkpoint with lm-eval's semantics (eval/loglikelihood_scorer.h,
+// eval/task_metrics.h) on the official sets shipped inside sinklm (eval/benchmark_data.h) or on task files
+// given with --data (eval/task_formats.h); the results file and tables (eval/eval_report.h), the paired
+// --compare of two results (eval/paired_comparison.h), and `eval build-tasks` (eval/proxy_tasks.h).
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -12,6 +14,7 @@
 #include "core/error.h"
 #include "cli/commands.h"
 #include "cli/inference_model.h"
+#include "eval/benchmark_data.h"
 #include "eval/eval_report.h"
 #include "eval/loglikelihood_scorer.h"
 #include "eval/proxy_tasks.h"
@@ -22,9 +25,14 @@ namespace fs = std::filesystem;
 namespace sinklm {
 namespace {
 
+// `all`: the official sets shipped with sinklm, or with --data every known task whose file is there.
 std::vector<std::string> task_list(const std::string& list, const std::string& data_dir) {
   std::vector<std::string> tasks;
-  if (list == "all") {  // every known task whose file is present
+  if (list == "all" && data_dir.empty()) {
+    for (const auto& set : official_benchmarks()) tasks.push_back(set.task);
+    return tasks;
+  }
+  if (list == "all") {
     for (const auto& name : known_task_names())
       if (fs::exists(task_file(data_dir, name))) tasks.push_back(name);
     if (tasks.empty()) fail("--data ", data_dir, ": no <task>.jsonl files of known tasks (--tasks all)");
@@ -54,11 +62,13 @@ int compare(const Args& args) {
 }
 
 int score_tasks(const Args& args) {
-  const std::string data = args.require("data");
+  const std::string data = args.get("data");
   const std::vector<std::string> tasks = task_list(args.require("tasks"), data);
   const int64_t limit = args.get_int("limit", 0);
+  if (limit < 0) fail("--limit must be at least 0 (0 = every document), got ", limit);
   std::vector<ZeroShotTask> loaded_tasks;
-  for (const auto& name : tasks) loaded_tasks.push_back(load_task(name, data, limit));  // all inputs checked first
+  for (const auto& name : tasks)  // all inputs checked before the model loads
+    loaded_tasks.push_back(data.empty() ? load_official_task(name, limit) : load_task(name, data, limit));
 
   InferenceModel m = open_inference_model(args);
   LoglikelihoodScorer scorer(m.loaded.model, *m.codec, args.get_int("batch", 16));
@@ -75,6 +85,11 @@ int score_tasks(const Args& args) {
     std::cerr << "[eval] " << task.name << ": " << task.docs.size() << " documents, " << requests.size()
               << " requests\n";
     std::vector<ContinuationScore> flat = scorer.score(requests);
+    const auto windowed =
+        std::count_if(flat.begin(), flat.end(), [](const ContinuationScore& s) { return s.windows > 1; });
+    if (windowed > 0)
+      std::cerr << "[eval] " << task.name << ": " << windowed << " continuations longer than the model's "
+                << m.loaded.model->config().max_position_embeddings << " positions, scored in pieces\n";
     std::vector<std::vector<ContinuationScore>> per_doc;
     size_t next = 0;
     for (const auto& doc : task.docs) {
@@ -90,6 +105,7 @@ int score_tasks(const Args& args) {
         line["logprobs"].push_back(s.logprob);
         line["greedy"].push_back(s.greedy);
         line["tokens"].push_back(s.tokens);
+        line["windows"].push_back(s.windows);
       }
       samples << line.dump() << "\n";
     }
@@ -103,10 +119,10 @@ int score_tasks(const Args& args) {
                              {"sink_mode", sink_mode_name(config.sink_mode)},
                              {"sink_count", config.sink_count},
                              {"tokenizer", m.codec->description()},
-                             {"data", data},
+                             {"data", data.empty() ? "official sets embedded in sinklm (eval/benchmarks)" : data},
                              {"limit", limit}};
     const std::string out = args.get("out");
-    write_file_durable(out, results_json(header, results).dump(2) + "\n");
+    write_file_durable(out, results_file_text(results_json(header, results)));
     write_file_durable(markdown_path(out), markdown);
     std::cerr << "[eval] wrote " << out << " and " << markdown_path(out) << "\n";
   }
@@ -134,17 +150,25 @@ int build_tasks(const std::vector<std::string>& argv) {
 int run_eval_command(const std::vector<std::string>& argv) {
   if (!argv.empty() && argv[0] == "build-tasks") return build_tasks({argv.begin() + 1, argv.end()});
   Args args("eval",
-            "--checkpoint DIR --tasks LIST --data DIR [--out results.json] [--limit N] [--batch N]\n"
-            "       sinklm eval --compare RUN_A RUN_B\n"
+            "--checkpoint DIR --tasks LIST [--data DIR] [--out results.json] [--limit N] [--batch N]\n"
+            "       sinklm eval --compare RUN_A RUN_B   (paired differences per task)\n"
             "       sinklm eval build-tasks --corpus DIR --out DIR   (proxy tasks from held-out text)",
             with_flags(
-                {{"tasks", "LIST", "comma-separated task names, or all (every known task with a file in --data)"},
-                 {"data", "DIR", "directory of <task>.jsonl files (Hugging Face field names)"},
-                 {"out", "FILE", "write results JSON here and the markdown table beside it (.md)"},
-                 {"limit", "N", "first N documents of each task (default all)"},
+                {{"tasks", "LIST",
+                  "comma-separated task names, or all: the six official sets shipped with sinklm (with --data: "
+                  "every known task with a file there)"},
+                 {"data", "DIR",
+                  "score <task>.jsonl files (Hugging Face field names) from DIR instead of the shipped official "
+                  "sets; needed for hellaswag and the proxy_* tasks (sinklm eval build-tasks)"},
+                 {"out", "FILE", "write results JSON (with per-document outcomes) here and the table beside it (.md)"},
+                 {"limit", "N",
+                  "first N documents of each task (default all), for quick runs: all six official sets take "
+                  "minutes even for a tiny model (README, Evaluation)"},
                  {"batch", "N", "requests per forward pass (default 16); results do not depend on it"},
                  {"samples", "FILE", "write per-document log-probs and predictions (JSONL)"},
-                 {"compare", "RUN_A", "with a second positional RUN_B: print two results side by side"}},
+                 {"compare", "RUN_A",
+                  "with a second positional RUN_B: both results per task, B - A, its paired standard error and "
+                  "whether it exceeds 2 SE"}},
                 {model_flags()}),
             argv);
   if (args.help_requested()) {

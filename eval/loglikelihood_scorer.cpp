@@ -10,27 +10,36 @@
 namespace sinklm {
 namespace {
 
-// One request ready for the model: input ids (sinks, context, continuation without its last id) and the
-// continuation ids that the last `targets.size()` input positions predict.
+// One forward row: input ids (sinks, then the text before the last target) and the continuation ids that
+// the last `targets.size()` input positions predict, for request number `request`.
 struct ModelInput {
   std::vector<int64_t> ids;
   std::vector<int64_t> targets;
+  size_t request = 0;
 };
 
-ModelInput model_input(const TokenizedRequest& request, int64_t sink_count, int64_t max_length) {
+// Usually one row. A continuation longer than the model's positions (a long PIQA solution under a byte-level
+// or small-context model) is cut into consecutive pieces that fit, each row holding the tokens right before
+// its piece; the pieces' log-probs add up (see the header).
+std::vector<ModelInput> model_inputs(const TokenizedRequest& request, size_t index, int64_t sink_count,
+                                     int64_t max_length) {
   std::vector<int64_t> text(request.context.begin() + sink_count, request.context.end());
+  const size_t first_target = text.size();
   text.insert(text.end(), request.continuation.begin(), request.continuation.end());
-  text.pop_back();
-  const int64_t room = max_length - sink_count;
-  const int64_t n_targets = static_cast<int64_t>(request.continuation.size());
-  if (n_targets > room)
-    fail("a continuation of ", n_targets, " tokens does not fit the model's context of ", max_length, " positions");
-  ModelInput input;
-  input.ids.assign(request.context.begin(), request.context.begin() + sink_count);
-  const int64_t keep = std::min<int64_t>(room, text.size());
-  input.ids.insert(input.ids.end(), text.end() - keep, text.end());
-  input.targets = request.continuation;
-  return input;
+  const size_t room = static_cast<size_t>(max_length - sink_count);
+  SINKLM_ASSERT(room >= 1, "no positions left after ", sink_count, " sink tokens");
+  std::vector<ModelInput> rows;
+  for (size_t begin = first_target; begin < text.size(); begin += room) {
+    const size_t end = std::min(text.size(), begin + room);  // this row's targets: text[begin, end)
+    const size_t keep = std::min(room, end - 1);             // inputs: up to `room` ids before text[end - 1]
+    ModelInput row;
+    row.ids.assign(request.context.begin(), request.context.begin() + sink_count);
+    row.ids.insert(row.ids.end(), text.begin() + (end - 1 - keep), text.begin() + (end - 1));
+    row.targets.assign(text.begin() + begin, text.begin() + end);
+    row.request = index;
+    rows.push_back(std::move(row));
+  }
+  return rows;
 }
 
 }  // namespace
@@ -65,8 +74,13 @@ std::vector<ContinuationScore> LoglikelihoodScorer::score(const std::vector<Logl
   const ModelConfig& config = model_->config();
   std::vector<ModelInput> inputs;
   inputs.reserve(requests.size());
-  for (const auto& r : requests)
-    inputs.push_back(model_input(tokenize(r), sink_prefix_length(config), config.max_position_embeddings));
+  std::vector<ContinuationScore> scores(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    auto rows = model_inputs(tokenize(requests[i]), i, sink_prefix_length(config), config.max_position_embeddings);
+    scores[i].greedy = true;  // and-ed over the rows below
+    scores[i].windows = static_cast<int64_t>(rows.size());
+    for (auto& row : rows) inputs.push_back(std::move(row));
+  }
 
   // Longest first, so each batch pads little; stable, so equal lengths keep request order.
   std::vector<size_t> order(inputs.size());
@@ -76,7 +90,6 @@ std::vector<ContinuationScore> LoglikelihoodScorer::score(const std::vector<Logl
 
   c10::InferenceMode inference;
   const torch::Device device = model_->embed_out->weight.device();
-  std::vector<ContinuationScore> scores(inputs.size());
   for (size_t start = 0; start < order.size(); start += batch_size_) {
     const size_t end = std::min(order.size(), start + static_cast<size_t>(batch_size_));
     const int64_t B = static_cast<int64_t>(end - start), T = static_cast<int64_t>(inputs[order[start]].ids.size());
@@ -92,10 +105,10 @@ std::vector<ContinuationScore> LoglikelihoodScorer::score(const std::vector<Logl
       auto logits = model_->embed_out(hidden[b].narrow(0, length - n, n)).to(torch::kFloat32);  // [n, V]
       auto logprobs = torch::log_softmax(logits, -1).cpu();
       auto targets = torch::tensor(input.targets, torch::kInt64);
-      ContinuationScore& s = scores[order[start + b]];
-      s.logprob = logprobs.gather(1, targets.unsqueeze(1)).to(torch::kFloat64).sum().item<double>();
-      s.greedy = logprobs.argmax(-1).equal(targets);
-      s.tokens = n;
+      ContinuationScore& s = scores[input.request];
+      s.logprob += logprobs.gather(1, targets.unsqueeze(1)).to(torch::kFloat64).sum().item<double>();
+      s.greedy = s.greedy && logprobs.argmax(-1).equal(targets);
+      s.tokens += n;
     }
   }
   return scores;

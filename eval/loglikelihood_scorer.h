@@ -6,6 +6,9 @@
 //  - input = (sinks + context + continuation)[:-1], cut from the left (after the sinks) to the model's
 //    max_position_embeddings; logprob = sum of log-softmax of the continuation ids, greedy = every
 //    continuation id is the argmax.
+//  - a continuation with more ids than the positions left after the sinks (lm-eval mis-slices such a
+//    request) is scored in consecutive pieces of that many ids, each conditioned on the ids right before it
+//    (as many as fit after the sinks): its rolling-window log-likelihood. Requests that fit are unaffected.
 // Requests are scored in batches sorted by length and right-padded: causal attention never lets a real
 // position see the padding, so a request's score does not depend on the batch it lands in.
 #pragma once
@@ -22,6 +25,7 @@ struct ContinuationScore {
   double logprob = 0;  // summed natural-log probability of the continuation's tokens
   bool greedy = false;
   int64_t tokens = 0;  // continuation length in tokens
+  int64_t windows = 1;  // > 1: the continuation did not fit the model's positions and was scored in pieces
 };
 
 struct TokenizedRequest {

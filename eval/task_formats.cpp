@@ -5,8 +5,10 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "core/error.h"
+#include "core/sha256.h"
 
 namespace fs = std::filesystem;
 
@@ -215,17 +217,39 @@ std::string task_file(const std::string& data_dir, const std::string& task) {
   return (fs::path(data_dir) / (task + ".jsonl")).string();
 }
 
+namespace {
+
+const TaskFormat& format_of(const std::string& task) {
+  require_known_task(task);
+  return *std::find_if(task_formats().begin(), task_formats().end(),
+                       [&](const TaskFormat& f) { return task == f.name; });
+}
+
+}  // namespace
+
+void require_known_task(const std::string& task) {
+  const auto& names = known_task_names();
+  if (std::find(names.begin(), names.end(), task) != names.end()) return;
+  std::string known;
+  for (const auto& name : names) known += (known.empty() ? "" : ", ") + name;
+  fail("--tasks: unknown task '", task, "' (known: ", known, ")");
+}
+
 ZeroShotTask load_task(const std::string& task, const std::string& data_dir, int64_t limit) {
-  auto format =
-      std::find_if(task_formats().begin(), task_formats().end(), [&](const TaskFormat& f) { return task == f.name; });
-  if (format == task_formats().end()) {
-    std::string known;
-    for (const auto& name : known_task_names()) known += (known.empty() ? "" : ", ") + name;
-    fail("--tasks: unknown task '", task, "' (known: ", known, ")");
-  }
-  ZeroShotTask out{task, task_file(data_dir, task), format->scoring, format->proxy, {}};
-  std::ifstream in(out.file, std::ios::binary);
-  if (!in) fail(out.file, ": cannot open task file (expected <data>/", task, ".jsonl in the Hugging Face format)");
+  format_of(task);  // an unknown name is reported as such, not as a missing file
+  const std::string file = task_file(data_dir, task);
+  std::ifstream in(file, std::ios::binary);
+  if (!in) fail(file, ": cannot open task file (expected <data>/", task, ".jsonl in the Hugging Face format)");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_task(task, text.str(), file, limit);
+}
+
+ZeroShotTask parse_task(const std::string& task, const std::string& text, const std::string& origin, int64_t limit) {
+  const TaskFormat& format = format_of(task);
+  ZeroShotTask out{task, origin, format.scoring, format.proxy};
+  out.data_sha256 = sha256_bytes(text.data(), text.size());
+  std::istringstream in(text);
   size_t line_number = 0;
   for (std::string line; std::getline(in, line);) {
     ++line_number;
@@ -235,11 +259,11 @@ ZeroShotTask load_task(const std::string& task, const std::string& data_dir, int
     try {
       doc = Json::parse(line);
     } catch (const Json::exception& e) {
-      fail(out.file, ":", line_number, ": not a JSON line: ", e.what());
+      fail(origin, ":", line_number, ": not a JSON line: ", e.what());
     }
-    out.docs.push_back(format->parse(doc, Origin{out.file, line_number}));
+    out.docs.push_back(format.parse(doc, Origin{origin, line_number}));
   }
-  if (out.docs.empty()) fail(out.file, ": no documents");
+  if (out.docs.empty()) fail(origin, ": no documents");
   return out;
 }
 

@@ -1,7 +1,8 @@
 // Zero-shot tasks as lm-evaluation-harness (v0.4) poses them: each document becomes log-likelihood requests
 // (context, continuation), scored by the model; metrics come from the per-request scores.
 //
-// Files: <data>/<task>.jsonl, one document per line with the Hugging Face datasets field names:
+// Files: <data>/<task>.jsonl (or the official sets shipped with sinklm, eval/benchmark_data.h), one document
+// per line with the Hugging Face datasets field names:
 //   arc_challenge, arc_easy   {"id", "question", "choices": {"text": [..], "label": [..]}, "answerKey"}
 //   hellaswag                 {"activity_label", "ctx_a", "ctx_b", "endings": [4], "label": "0".."3", ...}
 //   lambada_openai            {"text"}
@@ -38,7 +39,9 @@ struct ZeroShotTask {
   std::string name;
   std::string file;
   TaskScoring scoring = TaskScoring::MultipleChoice;
-  bool proxy = false;  // derived from sinklm's held-out corpus, not the official data set
+  bool proxy = false;     // derived from sinklm's held-out corpus, not the official data set
+  bool official = false;  // the verified official split shipped with sinklm (eval/benchmark_data.h)
+  std::string data_sha256;  // of the whole task file: with the document count, says which documents were scored
   std::vector<TaskDocument> docs;
 };
 
@@ -46,8 +49,13 @@ struct ZeroShotTask {
 const std::vector<std::string>& known_task_names();
 std::string task_file(const std::string& data_dir, const std::string& task);
 
+// UserError listing the known tasks when `task` is not one.
+void require_known_task(const std::string& task);
+
 // The first `limit` documents (0 = all) of <data_dir>/<task>.jsonl. UserError naming file:line and field.
 ZeroShotTask load_task(const std::string& task, const std::string& data_dir, int64_t limit);
+// The same from JSONL `text` already in memory; `origin` names it in errors (origin:line).
+ZeroShotTask parse_task(const std::string& task, const std::string& text, const std::string& origin, int64_t limit);
 
 // lm-eval's HellaSwag text cleanup: strip, " [title]" -> ". ", drop "[...]" spans, "  " -> " ".
 std::string hellaswag_preprocess(const std::string& text);

@@ -21,9 +21,7 @@ size_t code_points(const std::string& text) {
   return n;
 }
 
-struct MeanAndError {
-  double mean = 0, standard_error = 0;
-};
+}  // namespace
 
 MeanAndError mean_and_error(const std::vector<double>& xs) {
   MeanAndError r;
@@ -36,8 +34,6 @@ MeanAndError mean_and_error(const std::vector<double>& xs) {
   r.standard_error = std::sqrt(squares / (n - 1)) / std::sqrt(n);
   return r;
 }
-
-}  // namespace
 
 DocumentOutcome document_outcome(const ZeroShotTask& task, size_t doc, const std::vector<ContinuationScore>& scores) {
   const TaskDocument& d = task.docs[doc];
@@ -69,15 +65,17 @@ std::vector<MetricResult> task_metrics(const ZeroShotTask& task,
     word_logprob.push_back(scores[d][0].logprob);
   }
   const int64_t n = static_cast<int64_t>(scores.size());
-  auto metric = [&](const char* name, MeanAndError m) {
-    return MetricResult{task.name, name, m.mean, m.standard_error, n, task.proxy};
+  auto metric = [&](const char* name, MeanAndError m, const std::vector<double>& per_document) {
+    return MetricResult{task.name, name, m.mean, m.standard_error, n, task.proxy, task.official, task.data_sha256,
+                        per_document};
   };
-  std::vector<MetricResult> out{metric("acc", mean_and_error(acc))};
-  if (task.scoring == TaskScoring::MultipleChoice) out.push_back(metric("acc_norm", mean_and_error(acc_norm)));
+  std::vector<MetricResult> out{metric("acc", mean_and_error(acc), acc)};
+  if (task.scoring == TaskScoring::MultipleChoice)
+    out.push_back(metric("acc_norm", mean_and_error(acc_norm), acc_norm));
   if (task.scoring == TaskScoring::LastWord) {
     MeanAndError ll = mean_and_error(word_logprob);
     const double perplexity = std::exp(-ll.mean);
-    out.push_back(metric("perplexity", {perplexity, perplexity * ll.standard_error}));
+    out.push_back(metric("perplexity", {perplexity, perplexity * ll.standard_error}, word_logprob));
   }
   return out;
 }

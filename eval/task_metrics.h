@@ -21,7 +21,18 @@ struct MetricResult {
   double standard_error = 0;
   int64_t n = 0;
   bool proxy = false;
+  bool official = false;    // scored on the verified official split shipped with sinklm
+  std::string data_sha256;  // of the task file (ZeroShotTask::data_sha256)
+  // Per document, the value whose mean is the metric: acc and acc_norm 1 (right) or 0; perplexity the word's
+  // log-prob (the metric is exp(-mean)). `sinklm eval --compare` pairs them between two runs.
+  std::vector<double> per_document;
 };
+
+struct MeanAndError {
+  double mean = 0, standard_error = 0;
+};
+// lm-eval's mean and mean_stderr: sample standard deviation (n - 1) over sqrt(n); 0 below two values.
+MeanAndError mean_and_error(const std::vector<double>& xs);
 
 // Per document: the prediction under each metric (for --samples logs).
 struct DocumentOutcome {

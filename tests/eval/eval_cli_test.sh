@@ -31,6 +31,55 @@ expect "malformed document names file:line" 2 "winogrande.jsonl:1: 'sentence' ha
   "$bin" eval --checkpoint "$work/vanilla" --tasks winogrande --data "$work/bad"
 expect "--compare of a non-results file" 2 "not a sinklm eval results file" -- "$bin" eval --compare "$work/a.json" "$work/sink/config.json"
 
+# The official sets ship inside the binary: a copy of it elsewhere, run from /, needs no --data and no tree.
+mkdir -p "$work/bin" && cp "$bin" "$work/bin/sinklm"
+official() { (cd / && "$work/bin/sinklm" eval "$@"); }
+official --checkpoint "$work/vanilla" --tasks all --limit 3 --out "$work/off3.json" >"$work/off3.out" 2>&1
+expect "--tasks all without --data scores the six official sets" 0 "^6 tasks, 11 rows$" -- bash -c \
+  "rows=\$(grep '| official, first 3 of [0-9]* |\$' '$work/off3.out'); echo \$(cut -d'|' -f2 <<<\"\$rows\" | sort -u | wc -l) tasks, \$(wc -l <<<\"\$rows\") rows"
+expect "results JSON marks official tasks and keeps per-document outcomes" 0 '"per_document": \[[01],[01],[01]\]' -- \
+  grep -A3 '"official": true' "$work/off3.json"
+expect "the table says what official means" 0 "^\*official\*: the published evaluation split" -- cat "$work/off3.md"
+expect "a task with no official copy asks for --data" 2 "hellaswag: sinklm ships no official copy.*give --data DIR" -- \
+  "$bin" eval --checkpoint "$work/vanilla" --tasks hellaswag
+"$py" - "$work/bin/sinklm" "$src/eval/benchmarks/piqa.jsonl.gz" "$work/bin/sinklm-damaged" <<'PY'
+import os, sys
+binary, blob = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read()
+at = binary.find(blob)
+assert at >= 0, "piqa.jsonl.gz is not embedded in the binary"
+damaged = bytearray(binary)
+damaged[at + len(blob) // 2] ^= 0x55
+open(sys.argv[3], "wb").write(damaged)
+os.chmod(sys.argv[3], 0o755)
+PY
+expect "a damaged embedded set is an error naming the file" 2 \
+  "eval/benchmarks/piqa.jsonl.gz \(embedded in sinklm\): corrupt gzip data.*restore eval/benchmarks/ with git and rebuild" -- \
+  "$work/bin/sinklm-damaged" eval --checkpoint "$work/vanilla" --tasks piqa --limit 1
+
+# Paired comparison on the same documents: B - A, its paired SE (checked against the per-document values
+# here) and whether it exceeds 2 SE; different documents are not paired.
+official --checkpoint "$work/vanilla" --limit 40 --tasks piqa,lambada_openai --out "$work/pa.json" >/dev/null 2>&1
+official --checkpoint "$work/sink" --limit 40 --tasks piqa,lambada_openai --out "$work/pb.json" >/dev/null 2>&1
+"$bin" eval --compare "$work/pa.json" "$work/pb.json" >"$work/paired.md" 2>&1
+expect "--compare pairs per document" 0 \
+  "^\| piqa \| acc \(%\) \| [0-9.]+ \| [0-9.]+ \| [-+][0-9.]+ \| [0-9.]+ \| (yes|no) \| 40 \| official, first 40 of 1838 \|$" -- \
+  cat "$work/paired.md"
+expect "--compare pairs perplexity too" 0 "^\| lambada_openai \| perplexity \| .* \| [0-9.]+ \| (yes|no) \| 40 \|" -- cat "$work/paired.md"
+expect "paired SE = stdev(b - a) / sqrt(n) of the per-document outcomes" 0 "^same$" -- "$py" - "$work" <<'PY'
+import json, math, statistics, sys
+work = sys.argv[1]
+def docs(name):
+    results = json.load(open(f"{work}/{name}"))["results"]
+    return next(r["per_document"] for r in results if r["task"] == "piqa" and r["metric"] == "acc")
+d = [b - a for a, b in zip(docs("pa.json"), docs("pb.json"))]
+se = statistics.stdev(d) / math.sqrt(len(d))
+row = next(line for line in open(f"{work}/paired.md") if line.startswith("| piqa | acc (%)"))
+shown = float(row.split("|")[6])
+print("same" if abs(shown - 100 * se) <= 0.005 + 1e-9 else f"table {shown}, recomputed {100 * se}")
+PY
+expect "--compare does not pair different documents" 0 "\| piqa \| acc \(%\) \| .* \| - \| not paired: n 3 vs 40 \|" -- \
+  "$bin" eval --compare "$work/off3.json" "$work/pb.json"
+
 "$py" -c "import sys; sys.path.insert(0, '$src/tests/eval'); import eval_support; eval_support.write_corpus('$work/corpus')"
 expect "build-tasks writes three proxy tasks" 0 "proxy_definitions: [1-9][0-9]* documents \(proxy\)" -- \
   "$bin" eval build-tasks --corpus "$work/corpus" --out "$work/proxy1"

@@ -7,6 +7,8 @@ files, for a vanilla and a token-sink model:
   - per request log-probs agree (abs 2e-4), acc/acc_norm/acc of every fixture task and the proxy tasks are
     equal, LAMBADA perplexity agrees (rel 1e-4);
   - scores do not depend on --batch (1 vs 5: abs 1e-5);
+  - continuations longer than the model's positions are scored in consecutive pieces, each after the ids
+    right before it (abs 2e-4);
   - `sinklm analyze`'s per-head masses equal those from transformers' output_attentions (abs 1e-4).
 Exit code 77 (skipped) only when the reference packages cannot be imported.
 """
@@ -77,7 +79,7 @@ class Reference:
     def encode(self, text):
         return self.tok.encode(text, add_special_tokens=False).ids
 
-    def loglikelihood(self, context, continuation):
+    def tokenize(self, context, continuation):
         n_spaces = len(context) - len(context.rstrip())
         if n_spaces > 0:
             continuation = context[-n_spaces:] + continuation
@@ -87,14 +89,29 @@ class Reference:
         else:
             whole, ctx = self.encode(context + continuation), self.encode(context)
             cont = whole[len(ctx):]
-        text = (ctx + cont)[:-1][-(self.max_length - len(self.sinks)):]
-        inp = self.sinks + text
+        return ctx, cont
+
+    def score(self, inp, targets):
         with torch.no_grad():
             logits = self.model(torch.tensor([inp])).logits[0].double()
-        logprobs = torch.log_softmax(logits[len(inp) - len(cont):], -1)
-        target = torch.tensor(cont)
-        ll = float(logprobs.gather(1, target[:, None]).sum())
-        greedy = bool((logprobs.argmax(-1) == target).all())
+        logprobs = torch.log_softmax(logits[len(inp) - len(targets):], -1)
+        target = torch.tensor(targets)
+        return float(logprobs.gather(1, target[:, None]).sum()), bool((logprobs.argmax(-1) == target).all())
+
+    def loglikelihood(self, context, continuation):
+        ctx, cont = self.tokenize(context, continuation)
+        text = (ctx + cont)[:-1][-(self.max_length - len(self.sinks)):]
+        return self.score(self.sinks + text, cont)
+
+    def windowed_loglikelihood(self, context, continuation, positions):
+        """A continuation longer than `positions` minus the sinks, in pieces of that many ids."""
+        ctx, cont = self.tokenize(context, continuation)
+        text, room = ctx + cont, positions - len(self.sinks)
+        ll, greedy = 0.0, True
+        for begin in range(len(ctx), len(text), room):
+            end = min(len(text), begin + room)
+            piece_ll, piece_greedy = self.score(self.sinks + text[:end - 1][-room:], text[begin:end])
+            ll, greedy = ll + piece_ll, greedy and piece_greedy
         return ll, greedy
 
 
@@ -156,6 +173,24 @@ def check_batch_invariance(checkpoint, data_dir, tasks, logged, work):
                  f"max abs diff {err:.2e}")
 
 
+def check_windows(ref, checkpoint, data_dir, work):
+    positions, tasks = 12, ["piqa", "arc_easy", "lambada_openai"]
+    samples = os.path.join(work, "windows.samples.jsonl")
+    run_sinklm("eval", "--checkpoint", checkpoint, "--tasks", ",".join(tasks), "--data", data_dir,
+               "--samples", samples, "--set", f"model.max_position_embeddings={positions}")
+    logged = read_jsonl(samples)
+    err, pieces = 0.0, 0
+    for s in logged:
+        doc = read_jsonl(os.path.join(data_dir, s["task"] + ".jsonl"))[s["doc"]]
+        reqs = requests_of(s["task"], doc)[0]
+        for (context, continuation), ours, greedy, windows in zip(reqs, s["logprobs"], s["greedy"], s["windows"]):
+            ll, ref_greedy = ref.windowed_loglikelihood(context, continuation, positions)
+            err = max(err, abs(ll - ours), 0.0 if greedy == ref_greedy else math.inf)
+            pieces = max(pieces, windows)
+    checks.check(f"continuations longer than {positions} positions, scored in pieces (up to {pieces})",
+                 pieces > 1 and err <= 2e-4, f"max abs diff {err:.2e}")
+
+
 def check_analyze(ref, checkpoint, text_file, work):
     out = os.path.join(work, "analysis")
     tokens, segments, first = 48, 3, 4
@@ -211,6 +246,7 @@ def main():
             logged = compare_eval(sink_mode, ref, checkpoint, data, official + proxies, work)
             if sink_mode == "none":
                 check_batch_invariance(checkpoint, data, official + proxies, logged, work)
+            check_windows(ref, checkpoint, data, work)
             check_analyze(ref, checkpoint, text_file, work)
     checks.finish()
 
