@@ -13,8 +13,9 @@ APT_PACKAGES=(build-essential cmake ninja-build ccache pkg-config python3-venv
   libpcre2-dev libsentencepiece-dev libssl-dev curl)
 # data: ICU (NFC for tokenizer.json), zlib (gzip/dictzip corpus sources), readline (bible-kjv's `bible` program).
 APT_PACKAGES+=(libicu-dev zlib1g-dev libreadline8)
-# eval: lm-eval (with accelerate, which its HF backend imports) is the reference of tests/eval.
-PIP_PACKAGES=("torch==${TORCH_VERSION}" numpy transformers tokenizers safetensors tiktoken matplotlib openai lm-eval accelerate)
+# eval: lm-eval (with accelerate, which its HF backend imports) is the reference of tests/eval; its [api]
+# extra (tenacity, aiohttp) runs its local-completions model against `sinklm serve` (tests/serve).
+PIP_PACKAGES=("torch==${TORCH_VERSION}" numpy transformers tokenizers safetensors tiktoken matplotlib openai "lm-eval[api]" accelerate)
 # data: GPT-2's tiktoken rank file (whisper/assets/gpt2.tiktoken) ships in openai-whisper; its own deps are unneeded.
 PIP_NO_DEPS_PACKAGES=(openai-whisper)
 
