@@ -74,17 +74,17 @@ std::string message_content(const json& content, const std::string& field) {
   if (content.is_null()) return "";
   if (content.is_string()) return content.get<std::string>();
   if (!content.is_array())
-    throw RequestError(400, "invalid_type", str("'", field, "' must be a string or an array of text parts"));
+    throw RequestError(400, "invalid_type", str("'", field, "' must be a string or an array of text parts"), field);
   std::string text;
   for (size_t j = 0; j < content.size(); ++j) {
     const json& part = content[j];
     const std::string at = str(field, "[", j, "]");
     if (!part.is_object() || !part.contains("type") || !part["type"].is_string())
-      throw RequestError(400, "invalid_type", str("'", at, "' must be {\"type\": \"text\", \"text\": string}"));
+      throw RequestError(400, "invalid_type", str("'", at, "' must be {\"type\": \"text\", \"text\": string}"), at);
     const std::string type = part["type"].get<std::string>();
     if (type != "text") invalid(at + ".type", str("'", type, "' is not supported: only 'text' parts are"));
     if (!part.contains("text") || !part["text"].is_string())
-      throw RequestError(400, "invalid_type", str("'", at, ".text' must be a string"));
+      throw RequestError(400, "invalid_type", str("'", at, ".text' must be a string"), at + ".text");
     text += part["text"].get<std::string>();
   }
   return text;
@@ -94,13 +94,13 @@ std::string message_content(const json& content, const std::string& field) {
 std::string chat_prompt(const json& body) {
   auto it = body.find("messages");
   if (it == body.end() || !it->is_array() || it->empty())
-    throw RequestError(400, "invalid_type", "'messages' must be a non-empty array of {\"role\", \"content\"}");
+    throw RequestError(400, "invalid_type", "'messages' must be a non-empty array of {\"role\", \"content\"}", "messages");
   std::string text;
   for (size_t i = 0; i < it->size(); ++i) {
     const json& m = (*it)[i];
     const std::string at = str("messages[", i, "]");
     if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || !m.contains("content"))
-      throw RequestError(400, "invalid_type", str("'", at, "' must be {\"role\": string, \"content\": string or text parts}"));
+      throw RequestError(400, "invalid_type", str("'", at, "' must be {\"role\": string, \"content\": string or text parts}"), at);
     const std::string role = m["role"].get<std::string>();
     const char* label = role == "system" || role == "developer" ? "System"
                         : role == "user"                      ? "User"

@@ -188,7 +188,7 @@ struct OpenAiServer::Impl {
     if (!p.is_ids) return codec.encode(p.text);
     for (int64_t id : p.ids)
       if (id < 0 || id >= vocab)
-        throw RequestError(400, "invalid_value", str("'prompt': token id ", id, " is outside the vocabulary [0, ", vocab, ")"));
+        throw RequestError(400, "invalid_value", str("'prompt': token id ", id, " is outside the vocabulary [0, ", vocab, ")"), "prompt");
     return p.ids;
   }
 
