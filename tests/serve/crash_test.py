@@ -15,23 +15,13 @@ as U+FFFD, so replacement characters are dropped on both sides before comparing.
 import glob
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import urllib.error
 import urllib.request
 
-BIN = os.environ["SINKLM_BIN"]
-SOURCE = os.environ["SINKLM_SOURCE_DIR"]
-failures = []
-
-
-def check(condition, what):
-    print(("ok   " if condition else "FAIL ") + what, flush=True)
-    if not condition:
-        failures.append(what)
+from serve_support import BIN, check, with_byte_model
 
 
 def start(checkpoint, sessions, fault=False):
@@ -73,18 +63,7 @@ def holds(base, session, seen, what):
 
 
 def main():
-    work = tempfile.mkdtemp(prefix="sinklm-crash-test-")
-    checkpoint, sessions = os.path.join(work, "tiny-bytes"), os.path.join(work, "sessions")
-    subprocess.run([BIN, "init", "--config", os.path.join(SOURCE, "configs/tiny-sink.yaml"), "--out", checkpoint,
-                    "--set", "model.vocab_size=264", "--set", "model.tokenizer_vocab_size=256",
-                    "--set", "model.eos_token_id=255"], check=True, stdout=subprocess.DEVNULL)
-    try:
-        run(checkpoint, sessions)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    if failures:
-        sys.exit(f"{len(failures)} check(s) failed: {failures}")
-    print("all crash checks passed")
+    with_byte_model("sinklm-crash-test-", "crash", lambda work, checkpoint: run(checkpoint, os.path.join(work, "sessions")))
 
 
 def run(checkpoint, sessions):

@@ -6,7 +6,6 @@ that keep their stream across requests, LRU eviction to disk and restore, surviv
 concurrent streaming sessions. Exit 77 (skipped) when the `openai` package is missing."""
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -20,17 +19,10 @@ except ImportError:
     print("skipped: the openai package is not installed (scripts/setup.sh installs it)")
     sys.exit(77)
 
-BIN = os.environ["SINKLM_BIN"]
-SOURCE = os.environ["SINKLM_SOURCE_DIR"]
+from serve_support import BIN, check, with_byte_model
+
 KEY = "test-key"
 WINDOW = 48
-failures = []
-
-
-def check(condition, what):
-    print(("ok   " if condition else "FAIL ") + what, flush=True)
-    if not condition:
-        failures.append(what)
 
 
 def start_server(checkpoint, sessions):
@@ -66,20 +58,8 @@ def error_of(body):
 
 
 def main():
-    work = tempfile.mkdtemp(prefix="sinklm-serve-test-")
-    checkpoint = os.path.join(work, "tiny-bytes")
-    # A tiny model with a byte vocabulary (256 ids) plus one learnable sink token.
-    subprocess.run([BIN, "init", "--config", os.path.join(SOURCE, "configs/tiny-sink.yaml"), "--out", checkpoint,
-                    "--set", "model.vocab_size=264", "--set", "model.tokenizer_vocab_size=256",
-                    "--set", "model.eos_token_id=255"], check=True, stdout=subprocess.DEVNULL)
-    sessions_dir = os.path.join(work, "sessions")
-    try:
-        run_checks(checkpoint, sessions_dir)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    if failures:
-        sys.exit(f"{len(failures)} check(s) failed: {failures}")
-    print("all server checks passed")
+    with_byte_model("sinklm-serve-test-", "server",
+                    lambda work, checkpoint: run_checks(checkpoint, os.path.join(work, "sessions")))
 
 
 # README's list of malformed requests (section "Streaming inference"): each must answer its 4xx with an
@@ -138,6 +118,8 @@ def malformed_requests_answer_4xx(base, auth):
                 f.write(data)
             args += ["--data-binary", "@" + f.name, "-H", "Content-Type: application/json"]
         code, text = curl(base, *args, base + path)
+        if body is not None:
+            os.unlink(f.name)
         error = error_of(text)
         check(code == status and error is not None and (param is None or error.get("param") == param),
               f"malformed request, {name}: {code} (expected {status}"
