@@ -209,7 +209,7 @@ struct OpenAiServer::Impl {
     }
     const int64_t choices = static_cast<int64_t>(prompts.size()) * request.n;
     if (choices > options.max_concurrent)
-      throw RequestError(400, "invalid_value", str("'n' x prompts = ", choices, " choices; the server runs at most ", options.max_concurrent, " at once"));
+      throw RequestError(400, "invalid_value", str("'n' x prompts = ", choices, " choices; the server runs at most ", options.max_concurrent, " at once"), "n");
     if (worker.load() + choices > options.max_concurrent)
       throw RequestError(429, "too_many_streams", str("the server is generating for ", options.max_concurrent, " streams; retry shortly"));
     auto job = std::make_shared<Job>();

@@ -74,6 +74,8 @@ MALFORMED = [
     ("body over --max-body-bytes", "/v1/completions", [], json.dumps({"prompt": "x" * 5000}), 413, None),
     ("absurd Content-Length", "/v1/completions", ["-H", "Content-Length: 99999999999"], "{}", 413, None),
     ("number out of range", "/v1/completions", [], '{"prompt": "x", "temperature": 1e999}', 400, "temperature"),
+    ("NaN", "/v1/completions", [], '{"prompt": "x", "temperature": NaN}', 400, None),
+    ("Infinity", "/v1/completions", [], '{"prompt": "x", "top_p": Infinity}', 400, None),
     ("negative overflow", "/v1/completions", [], '{"prompt": "x", "top_p": -1e400}', 400, "top_p"),
     ("integer too large", "/v1/completions", [], '{"prompt": "x", "max_tokens": 1e30}', 400, "max_tokens"),
     ("seed beyond 64 bits", "/v1/completions", [], '{"prompt": "x", "seed": 99999999999999999999}', 400, "seed"),
