@@ -23,7 +23,8 @@ int run_serve_command(const std::vector<std::string>& argv) {
              {"port", "N", "port (default 8000; 0 = any free port, printed on stdout)"},
              {"model-name", "NAME", "the model id in responses and /v1/models (default: the directory name)"},
              {"api-key", "KEY", "require 'Authorization: Bearer KEY' on /v1/* (default: $SINKLM_API_KEY, else none)"},
-             {"session-dir", "DIR", "where idle sessions are saved (default: ./sinklm-sessions)"},
+             {"session-dir", "DIR", "where sessions live: token logs and KV snapshots (default: ./sinklm-sessions)"},
+             {"snapshot-every", "N", "tokens streamed in a session between KV snapshots (default 1024)"},
              {"sessions-in-memory", "N", "loaded sessions before the least recently used idle one goes to disk (64)"},
              {"max-sessions", "N", "sessions in total, memory and disk (default 10000)"},
              {"max-body-bytes", "N", "largest request body (default 1048576)"},
@@ -44,8 +45,10 @@ int run_serve_command(const std::vector<std::string>& argv) {
   StreamSettings settings;
   settings.cache = cache_options(args);
   auto policy = make_cache_policy(settings.cache, model, "--cache/--window/--sinks");  // validates now
+  SessionDurability durability;
+  durability.snapshot_every = args.get_int("snapshot-every", 1024);
   SessionStore sessions(args.get("session-dir", "sinklm-sessions"), args.get_int("sessions-in-memory", 64),
-                        args.get_int("max-sessions", 10000), settings, model, device);
+                        args.get_int("max-sessions", 10000), settings, model, device, durability);
 
   ServerOptions options;
   options.host = args.get("host", "127.0.0.1");
@@ -63,7 +66,8 @@ int run_serve_command(const std::vector<std::string>& argv) {
   if (options.prefill_chunk < 1 || options.max_concurrent < 1 || options.max_tokens_limit < 1)
     fail("--prefill-chunk, --max-concurrent and --max-tokens-limit must be at least 1");
 
-  // SIGINT/SIGTERM stop the server cleanly; loaded sessions are then saved so they survive the restart.
+  // SIGINT/SIGTERM stop the server cleanly; loaded sessions are then snapshotted so a restart replays little.
+  // (Sessions survive a SIGKILL too: every token is in their fsynced logs; see serve/session_store.h.)
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);

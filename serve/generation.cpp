@@ -17,7 +17,7 @@ Generation::Generation(GenerationRequest request, DecoderStream& stream, const T
       listener_(std::move(listener)),
       sampler_(request_.sampling, std::min(model.tokenizer_vocab_size, codec.vocab_size())) {
   if (request_.prompt.empty()) fail("the prompt is empty: give at least one token of text");
-  if (request_.max_tokens < 1) fail("max_tokens must be at least 1, got ", request_.max_tokens);
+  if (request_.max_tokens < 0) fail("max_tokens must be at least 0, got ", request_.max_tokens);
   for (const auto& s : request_.stop)
     if (s.empty()) fail("stop: empty stop strings are not allowed");
 }
@@ -30,13 +30,49 @@ std::vector<int64_t> Generation::next_chunk(int64_t preferred) const {
   return {generated_.back()};
 }
 
+TokenLogprob Generation::score(const torch::Tensor& row, int64_t id) const {
+  auto logprobs = torch::log_softmax(row.reshape({-1}).to(torch::kCPU, torch::kFloat32), 0);  // [V]
+  TokenLogprob out;
+  out.id = id;
+  out.logprob = logprobs[id].item<double>();
+  if (request_.logprobs > 0) {
+    auto [values, ids] = logprobs.topk(std::min<int64_t>(request_.logprobs, logprobs.size(0)));
+    for (int64_t i = 0; i < values.size(0); ++i) out.top.emplace_back(ids[i].item<int64_t>(), values[i].item<double>());
+  }
+  return out;
+}
+
+// Rows of `logits` [fed, V] follow prompt[start + r]; token j is scored by the row after token j - 1, which for
+// the first token of a chunk is the previous chunk's last row.
+void Generation::score_prompt(size_t start, size_t fed, const torch::Tensor& logits) {
+  const size_t from = request_.echo_from;
+  for (size_t j = std::max(start, from); j < start + fed; ++j) {
+    if (j == from) {
+      TokenLogprob first;
+      first.id = request_.prompt[j];
+      first.scored = false;
+      pending_logprobs_.push_back(first);
+      continue;
+    }
+    const torch::Tensor row = j > start ? logits[j - 1 - start] : previous_row_;
+    pending_logprobs_.push_back(score(row, request_.prompt[j]));
+  }
+  previous_row_ = logits[fed - 1];
+}
+
 void Generation::after_step(size_t fed, const torch::Tensor& logits) {
   if (prompt_fed_ < request_.prompt.size()) {
+    const bool echoing = wants_all_logits();
+    const size_t start = prompt_fed_;
     prompt_fed_ += fed;
+    if (echoing) score_prompt(start, fed, logits);
     if (prompt_fed_ < request_.prompt.size()) return;  // more prompt to stream in
+    if (request_.max_tokens == 0) return finish("length");
   }
+  const torch::Tensor last = logits[logits.size(0) - 1];  // [V]
   last_fed_ = true;
-  const int64_t token = sampler_.next(logits);
+  const int64_t token = sampler_.next(last);
+  if (request_.logprobs >= 0) pending_logprobs_.push_back(score(last, token));
   if (token == end_of_text_) return finish("stop");
   generated_.push_back(token);
   last_fed_ = false;
@@ -71,7 +107,11 @@ void Generation::emit_text(bool final) {
   delta.finish_reason = finish_reason_;
   delta.prompt_tokens = request_.prompt.size();
   delta.completion_tokens = generated_.size();
-  if (!delta.text.empty() || final) listener_(delta);
+  if (delta.text.empty() && !final) return;
+  delta.tokens.assign(generated_.begin() + tokens_reported_, generated_.end());
+  tokens_reported_ = generated_.size();
+  delta.logprobs.swap(pending_logprobs_);
+  listener_(delta);
 }
 
 void Generation::abort(const std::string& message) {
@@ -115,8 +155,14 @@ int64_t GenerationEngine::step() {
     stepping.push_back(g.get());
   }
   if (!chunks.empty()) {
-    auto logits = decoder_.step(chunks, LogitsWanted::Last);
-    for (size_t i = 0; i < stepping.size(); ++i) stepping[i]->after_step(chunks[i].ids.size(), logits[i]);
+    // Every token's logits only when a generation echoes its prompt; the others take their last row.
+    const bool all = std::any_of(stepping.begin(), stepping.end(), [](Generation* g) { return g->wants_all_logits(); });
+    auto logits = decoder_.step(chunks, all ? LogitsWanted::All : LogitsWanted::Last);
+    for (size_t i = 0; i < stepping.size(); ++i) {
+      const int64_t T = logits[i].size(0);
+      stepping[i]->after_step(chunks[i].ids.size(),
+                              stepping[i]->wants_all_logits() ? logits[i] : logits[i].narrow(0, T - 1, 1));
+    }
   }
   active_.erase(std::remove_if(active_.begin(), active_.end(), [](const auto& g) { return g->finished(); }),
                 active_.end());

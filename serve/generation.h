@@ -23,13 +23,27 @@ namespace sinklm {
 struct GenerationRequest {
   std::vector<int64_t> prompt;  // ids appended to the stream first (at least one)
   SamplingParams sampling;
-  int64_t max_tokens = 16;
+  int64_t max_tokens = 16;  // 0: only feed (and with echo_from, score) the prompt
+  int64_t logprobs = -1;    // -1: none; k >= 0: every reported token's log-prob and its k most likely alternatives
+  // >= 0: report the log-probs of prompt[echo_from..] too (the first of them null: OpenAI's echo)
+  int64_t echo_from = -1;
   std::vector<std::string> stop;  // stop strings; the text ends before the first one found
   bool stop_at_end_of_text = true;
 };
 
+// A token's log-probability under the model (log-softmax over the whole vocabulary) and the `logprobs`
+// most likely tokens at that position, most likely first.
+struct TokenLogprob {
+  int64_t id = 0;
+  bool scored = true;  // false: the first echoed prompt token (nothing before it is scored)
+  double logprob = 0;
+  std::vector<std::pair<int64_t, double>> top;
+};
+
 struct GenerationDelta {
   std::string text;                // new text, whole UTF-8 characters
+  std::vector<int64_t> tokens;     // ids sampled since the last delta (all reach the stream; end-of-text never)
+  std::vector<TokenLogprob> logprobs;  // with logprobs/echo: the tokens scored since the last delta
   std::string finish_reason;       // "" while running, then "stop", "length" or "error"
   std::string error;               // with "error": what went wrong (a UserError message)
   int64_t prompt_tokens = 0, completion_tokens = 0;
@@ -45,7 +59,9 @@ class Generation {
   bool finished() const { return !finish_reason_.empty(); }
   // The ids to feed in the next step: a prompt chunk, or the last sampled token.
   std::vector<int64_t> next_chunk(int64_t preferred) const;
-  // The step fed next_chunk(); `logits` [1, V] follow its last token.
+  // Whether after_step wants the logits of every fed token (echoing the prompt) rather than the last one's.
+  bool wants_all_logits() const { return request_.echo_from >= 0 && prompt_fed_ < request_.prompt.size(); }
+  // The step fed next_chunk(); `logits` [T, V] for its tokens (wants_all_logits) or [1, V] after its last.
   void after_step(size_t fed, const torch::Tensor& logits);
   // Sampled but never fed to the stream (the last token of a finished generation): a session feeds it first
   // next time, so its cache stays the whole conversation.
@@ -59,6 +75,8 @@ class Generation {
  private:
   void finish(const std::string& reason);
   void emit_text(bool final);
+  void score_prompt(size_t start, size_t fed, const torch::Tensor& logits);
+  TokenLogprob score(const torch::Tensor& row, int64_t id) const;
 
   GenerationRequest request_;
   DecoderStream& stream_;
@@ -71,6 +89,9 @@ class Generation {
   bool last_fed_ = true;
   std::string text_;     // decoded text, cut at a stop string
   size_t emitted_ = 0;   // bytes of text_ already sent
+  size_t tokens_reported_ = 0;  // generated_ ids already in a delta
+  std::vector<TokenLogprob> pending_logprobs_;
+  torch::Tensor previous_row_;  // echo: the logits after the previous chunk's last token [V]
   std::string finish_reason_, error_;
   std::atomic<bool> cancel_requested_{false};
 };

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <deque>
 #include <nlohmann/json.hpp>
 
@@ -46,22 +47,44 @@ std::string route_label(const std::string& path) {
   return path.rfind("/v1/sessions/", 0) == 0 ? "/v1/sessions/{id}" : "other";
 }
 
-// One request's generation: its stream (a session's or its own), the deltas the worker produced.
+// One choice of a request: a generation on its own stream or (n = 1) on the request's session stream.
+struct Choice {
+  int64_t index = 0;
+  std::unique_ptr<DecoderStream> own_stream;
+  std::shared_ptr<Generation> generation;
+  std::string echo_text;        // the prompt's text, sent first when echoing
+  int64_t prompt_tokens = 0;    // counted in usage once per prompt (the first choice of each)
+  int64_t tokens_counted = 0;   // completion tokens already added to the metrics (worker thread only)
+  bool finished = false;        // under Job::mutex
+};
+
+// One request's generations and the deltas the worker produced, in order, tagged with their choice.
 struct Job {
   std::mutex mutex;
   std::condition_variable changed;
-  std::deque<GenerationDelta> deltas;
-  bool done = false;
+  std::deque<std::pair<size_t, GenerationDelta>> deltas;
+  size_t unfinished = 0;
+  std::vector<std::unique_ptr<Choice>> choices;
   std::shared_ptr<Session> session;
-  std::unique_ptr<DecoderStream> own_stream;
-  std::shared_ptr<Generation> generation;
+  std::atomic<bool> session_handed_back{false};
   std::string id;
   int64_t created = 0;
-  bool chat = false, streaming = false;
-  int64_t prompt_tokens = 0;
-  int64_t tokens_counted = 0;  // completion tokens already added to the metrics (worker thread only)
-  int64_t stream_length = 0, kv_entries = 0;  // the stream when the generation finished
+  bool chat = false, streaming = false, include_usage = false, echo = false;
+  int64_t logprobs = -1;
+  std::vector<std::string> warnings;
+  int64_t stream_length = 0, kv_entries = 0;  // the first choice's stream when it finished
+  bool done() const { return unfinished == 0; }
 };
+
+// Usage totals over a request's choices.
+json usage_of(const Job& job, const std::vector<int64_t>& completion_tokens) {
+  int64_t prompt = 0, completion = 0;
+  for (size_t i = 0; i < job.choices.size(); ++i) {
+    prompt += job.choices[i]->prompt_tokens;
+    completion += completion_tokens[i];
+  }
+  return {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
+}
 
 }  // namespace
 
@@ -105,6 +128,15 @@ struct OpenAiServer::Impl {
     guarded_post("/v1/sessions", [this](const httplib::Request&, httplib::Response& res) {
       res.set_content(dump(json{{"id", sessions.create()}, {"object", "session"}}), "application/json");
     });
+    guarded_get(R"(/v1/sessions/([A-Za-z0-9_-]+))", [this](const httplib::Request& req, httplib::Response& res) {
+      const std::string id = req.matches[1];
+      const auto tokens = sessions.history(id);
+      std::vector<int64_t> text_ids;  // sink tokens have no text
+      for (int64_t t : tokens)
+        if (t < codec.vocab_size()) text_ids.push_back(t);
+      res.set_content(dump(json{{"id", id}, {"object", "session"}, {"tokens", tokens.size()}, {"text", codec.decode(text_ids)}}),
+                      "application/json");
+    });
     http.Delete(R"(/v1/sessions/([A-Za-z0-9_-]+))", [this](const httplib::Request& req, httplib::Response& res) {
       guard(req, res, [&] {
         const std::string id = req.matches[1];
@@ -124,7 +156,7 @@ struct OpenAiServer::Impl {
       body();
     } catch (const RequestError& e) {
       res.status = e.status;
-      res.set_content(dump(error_body(e.status, e.what(), e.code)), "application/json");
+      res.set_content(dump(error_body(e.status, e.what(), e.code, e.param)), "application/json");
     } catch (const UserError& e) {
       res.status = 400;
       res.set_content(dump(error_body(400, e.what(), "invalid_request")), "application/json");
@@ -150,148 +182,293 @@ struct OpenAiServer::Impl {
     metrics.request_seconds.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   }
 
-  // Tokenizes the prompt, takes the request's stream (its session's, or a new one) and hands the generation
-  // to the worker. The session is handed back when the generation ends (on_delta) or here on failure.
+  // The ids of one prompt: the client's ids (checked against the vocabulary) or the tokenized text.
+  std::vector<int64_t> prompt_ids(const PromptInput& p) const {
+    const int64_t vocab = std::min(decoder.config().tokenizer_vocab_size, codec.vocab_size());
+    if (!p.is_ids) return codec.encode(p.text);
+    for (int64_t id : p.ids)
+      if (id < 0 || id >= vocab)
+        throw RequestError(400, "invalid_value", str("'prompt': token id ", id, " is outside the vocabulary [0, ", vocab, ")"), "prompt");
+    return p.ids;
+  }
+
+  // A token as text in logprobs: its decoded bytes, or <|token_N|> for ids without text (sinks, padding).
+  std::string token_text(int64_t id) const {
+    return id < codec.vocab_size() ? codec.decode({id}) : str("<|token_", id, "|>");
+  }
+
+  // Tokenizes the prompts, takes each choice's stream (the session's, or a new one) and hands the
+  // generations to the worker. A session's new tokens go to its log before the worker sees them; the session
+  // is handed back by finish_session once every choice has finished.
   std::shared_ptr<Job> start_job(CompletionRequest request) {
-    auto text_ids = codec.encode(request.prompt_text);
-    if (static_cast<int64_t>(text_ids.size()) > options.max_prompt_tokens)
-      throw RequestError(400, "prompt_too_long", str("the prompt has ", text_ids.size(), " tokens; the limit is ", options.max_prompt_tokens));
-    if (worker.load() >= options.max_concurrent)
+    std::vector<std::vector<int64_t>> prompts;
+    for (const auto& p : request.prompts) {
+      prompts.push_back(prompt_ids(p));
+      if (static_cast<int64_t>(prompts.back().size()) > options.max_prompt_tokens)
+        throw RequestError(400, "prompt_too_long", str("the prompt has ", prompts.back().size(), " tokens; the limit is ", options.max_prompt_tokens));
+    }
+    const int64_t choices = static_cast<int64_t>(prompts.size()) * request.n;
+    if (choices > options.max_concurrent)
+      throw RequestError(400, "invalid_value", str("'n' x prompts = ", choices, " choices; the server runs at most ", options.max_concurrent, " at once"), "n");
+    if (worker.load() + choices > options.max_concurrent)
       throw RequestError(429, "too_many_streams", str("the server is generating for ", options.max_concurrent, " streams; retry shortly"));
     auto job = std::make_shared<Job>();
     job->chat = request.chat;
     job->streaming = request.stream;
+    job->include_usage = request.include_usage;
+    job->echo = request.echo;
+    job->logprobs = request.logprobs;
+    job->warnings = request.warnings;
     job->created = unix_time();
     job->id = str(request.chat ? "chatcmpl-" : "cmpl-", next_id++);
-    DecoderStream* stream;
-    if (!request.session_id.empty()) {
-      job->session = sessions.acquire(request.session_id);
-      stream = job->session->stream.get();
-    } else {
-      job->own_stream = sessions.new_stream();
-      stream = job->own_stream.get();
-    }
+    for (const auto& w : job->warnings) std::fprintf(stderr, "sinklm serve: %s: warning: %s\n", job->id.c_str(), w.c_str());
+    if (!request.session_id.empty()) job->session = sessions.acquire(request.session_id);
     const auto& model = decoder.config();
-    auto& prompt = request.generation.prompt;
-    if (stream->length() == 0) prompt = sink_prefix(model);  // a token-sink model sees its sinks first
-    if (job->session) prompt.insert(prompt.end(), job->session->unfed.begin(), job->session->unfed.end());
-    prompt.insert(prompt.end(), text_ids.begin(), text_ids.end());
-    job->prompt_tokens = prompt.size();
     try {
-      std::weak_ptr<Job> weak = job;
-      job->generation = std::make_shared<Generation>(std::move(request.generation), *stream, codec, model,
-                                                     [this, weak](const GenerationDelta& d) { on_delta(weak, d); });
+      for (size_t p = 0; p < prompts.size(); ++p)
+        for (int64_t j = 0; j < request.n; ++j) {
+          auto choice = std::make_unique<Choice>();
+          choice->index = static_cast<int64_t>(p) * request.n + j;
+          DecoderStream* stream;
+          std::vector<int64_t> logged;  // new tokens of the session's stream: sinks, then the prompt
+          GenerationRequest g = request.generation;
+          g.sampling.seed += j;  // each choice its own sample, reproducible from the seed
+          if (job->session) {
+            stream = job->session->stream.get();
+            if (job->session->log->size() == 0) logged = sink_prefix(model);  // a token-sink model sees its sinks first
+            g.prompt = logged;
+            g.prompt.insert(g.prompt.end(), job->session->unfed.begin(), job->session->unfed.end());
+          } else {
+            choice->own_stream = sessions.new_stream();
+            stream = choice->own_stream.get();
+            g.prompt = sink_prefix(model);
+          }
+          const int64_t echo_from = g.prompt.size();
+          g.prompt.insert(g.prompt.end(), prompts[p].begin(), prompts[p].end());
+          logged.insert(logged.end(), prompts[p].begin(), prompts[p].end());
+          if (request.echo && request.logprobs >= 0) g.echo_from = echo_from;
+          g.logprobs = request.logprobs;
+          if (request.echo) choice->echo_text = request.prompts[p].is_ids ? codec.decode(prompts[p]) : request.prompts[p].text;
+          choice->prompt_tokens = j == 0 ? static_cast<int64_t>(g.prompt.size()) : 0;
+          std::weak_ptr<Job> weak = job;
+          const size_t at = job->choices.size();
+          choice->generation = std::make_shared<Generation>(std::move(g), *stream, codec, model,
+                                                            [this, weak, at](const GenerationDelta& d) { on_delta(weak, at, d); });
+          if (job->session) job->session->log->append(logged);
+          job->choices.push_back(std::move(choice));
+        }
     } catch (...) {
       if (job->session) sessions.release(job->session);
       throw;
     }
-    metrics.prompt_tokens += job->prompt_tokens;
-    worker.submit(job->generation);
+    job->unfinished = job->choices.size();
+    for (const auto& c : job->choices) {
+      metrics.prompt_tokens += c->prompt_tokens;
+      worker.submit(c->generation);
+    }
     return job;
   }
 
-  // Waits for the whole generation; the non-streaming response body.
+  // Once every choice has finished: the session's log is fsynced (and a snapshot written when due) before
+  // the response that completes the request is sent; then the session is free for the next request.
+  void finish_session(Job& job) {
+    if (!job.session || job.session_handed_back.exchange(true)) return;
+    try {
+      sessions.finish_request(*job.session);
+    } catch (...) {
+      sessions.release(job.session);
+      throw;
+    }
+    sessions.release(job.session);
+  }
+
+  // The completions API's logprobs object for `entries`; `offset`: text_offset of the first.
+  json completion_logprobs(const std::vector<TokenLogprob>& entries, int64_t offset) const {
+    json tokens = json::array(), values = json::array(), tops = json::array(), offsets = json::array();
+    for (const auto& e : entries) {
+      const std::string text = token_text(e.id);
+      tokens.push_back(text);
+      values.push_back(e.scored ? json(e.logprob) : json());
+      json top = e.scored ? json::object() : json();
+      for (const auto& [id, lp] : e.top) top[token_text(id)] = lp;
+      tops.push_back(top);
+      offsets.push_back(offset);
+      offset += text.size();
+    }
+    return {{"tokens", tokens}, {"token_logprobs", values}, {"top_logprobs", tops}, {"text_offset", offsets}};
+  }
+
+  // The chat API's logprobs object: {"content": [{token, logprob, bytes, top_logprobs: [...]}]}.
+  json chat_logprobs(const std::vector<TokenLogprob>& entries) const {
+    auto item = [&](int64_t id, double lp) {
+      const std::string text = token_text(id);
+      json bytes = json::array();
+      for (unsigned char b : text) bytes.push_back(static_cast<int>(b));
+      return json{{"token", text}, {"logprob", lp}, {"bytes", bytes}};
+    };
+    json content = json::array();
+    for (const auto& e : entries) {
+      json entry = item(e.id, e.logprob), top = json::array();
+      for (const auto& [id, lp] : e.top) top.push_back(item(id, lp));
+      entry["top_logprobs"] = top;
+      content.push_back(entry);
+    }
+    return {{"content", content}};
+  }
+
+  // Waits for every choice; the non-streaming response body.
   json whole_response(Job& job) {
-    std::string text, finish, error;
-    int64_t completion_tokens = 0;
+    struct Result {
+      std::string text, finish, error;
+      int64_t completion_tokens = 0;
+      std::vector<TokenLogprob> logprobs;
+    };
+    std::vector<Result> results(job.choices.size());
     {
       std::unique_lock<std::mutex> lock(job.mutex);
-      job.changed.wait(lock, [&] { return job.done; });
-      for (const auto& d : job.deltas) {
-        text += d.text;
-        completion_tokens = d.completion_tokens;
-        if (!d.finish_reason.empty()) finish = d.finish_reason;
-        if (!d.error.empty()) error = d.error;
+      job.changed.wait(lock, [&] { return job.done(); });
+      for (const auto& [i, d] : job.deltas) {
+        Result& r = results[i];
+        r.text += d.text;
+        r.completion_tokens = d.completion_tokens;
+        if (!d.finish_reason.empty()) r.finish = d.finish_reason;
+        if (!d.error.empty()) r.error = d.error;
+        r.logprobs.insert(r.logprobs.end(), d.logprobs.begin(), d.logprobs.end());
       }
     }
-    if (finish == "error") throw RequestError(400, "context_length_exceeded", error);
-    json choice = {{"index", 0}, {"finish_reason", finish}, {"logprobs", nullptr}};
-    if (job.chat) choice["message"] = {{"role", "assistant"}, {"content", text}};
-    else choice["text"] = text;
+    finish_session(job);
+    json choices = json::array();
+    std::vector<int64_t> completion_tokens;
+    for (size_t i = 0; i < results.size(); ++i) {
+      const Result& r = results[i];
+      const Choice& c = *job.choices[i];
+      if (r.finish == "error") throw RequestError(400, "context_length_exceeded", r.error);
+      completion_tokens.push_back(r.completion_tokens);
+      json choice = {{"index", c.index}, {"finish_reason", r.finish}, {"logprobs", nullptr}};
+      if (job.chat) {
+        choice["message"] = {{"role", "assistant"}, {"content", r.text}};
+        if (job.logprobs >= 0) choice["logprobs"] = chat_logprobs(r.logprobs);
+      } else {
+        choice["text"] = c.echo_text + r.text;
+        if (job.logprobs >= 0) choice["logprobs"] = completion_logprobs(r.logprobs, job.echo ? 0 : c.echo_text.size());
+      }
+      choices.push_back(choice);
+    }
     json out = {{"id", job.id}, {"object", job.chat ? "chat.completion" : "text_completion"}, {"created", job.created},
-                {"model", options.model_name}, {"choices", json::array({choice})},
-                {"usage", {{"prompt_tokens", job.prompt_tokens}, {"completion_tokens", completion_tokens},
-                           {"total_tokens", job.prompt_tokens + completion_tokens}}}};
+                {"model", options.model_name}, {"choices", choices}, {"usage", usage_of(job, completion_tokens)}};
     out["stream"] = stream_info(job);
+    if (!job.warnings.empty()) out["warnings"] = job.warnings;
     return out;
   }
 
-  // On the worker thread. The final delta also hands the session back.
-  void on_delta(const std::weak_ptr<Job>& weak, const GenerationDelta& d) {
+  // On the worker thread. A session's sampled tokens reach its log before the delta can be sent.
+  void on_delta(const std::weak_ptr<Job>& weak, size_t at, const GenerationDelta& d) {
     auto job = weak.lock();
     if (!job) return;
-    metrics.generated_tokens += d.completion_tokens - job->tokens_counted;
-    job->tokens_counted = d.completion_tokens;
-    if (!d.finish_reason.empty()) {
-      job->stream_length = job->generation->stream().length();
-      job->kv_entries = job->generation->stream().entries();
+    Choice& choice = *job->choices[at];
+    metrics.generated_tokens += d.completion_tokens - choice.tokens_counted;
+    choice.tokens_counted = d.completion_tokens;
+    if (job->session) job->session->log->append(d.tokens);
+    if (!d.finish_reason.empty() && at == 0) {
+      job->stream_length = choice.generation->stream().length();
+      job->kv_entries = choice.generation->stream().entries();
     }
-    if (!d.finish_reason.empty() && job->session) {
-      job->session->unfed = job->generation->unfed();
-      sessions.release(job->session);
-    }
+    if (!d.finish_reason.empty() && job->session)  // keep log = cache + unfed (an error may leave prompt unfed)
+      job->session->unfed = d.finish_reason == "error" ? job->session->log->read_from(job->session->stream->length())
+                                                       : choice.generation->unfed();
     {
       std::lock_guard<std::mutex> lock(job->mutex);
-      job->deltas.push_back(d);
-      if (!d.finish_reason.empty()) job->done = true;
+      job->deltas.emplace_back(at, d);
+      if (!d.finish_reason.empty() && !choice.finished) {
+        choice.finished = true;
+        --job->unfinished;
+      }
     }
     job->changed.notify_all();
   }
 
-  // sinklm's extension of a response: the stream behind it, after this request.
+  // sinklm's extension of a response: the stream behind it (the first choice's), after this request.
   static json stream_info(const Job& job) {
     return {{"session", job.session ? json(job.session->id) : json()}, {"stream_length", job.stream_length},
             {"kv_entries", job.kv_entries}};
   }
 
-  json chunk_json(const Job& job, const GenerationDelta& d, bool first) const {
-    json choice = {{"index", 0}, {"finish_reason", d.finish_reason.empty() ? json() : json(d.finish_reason)}};
+  json chunk_json(const Job& job, const Choice& c, const GenerationDelta& d, bool first, int64_t text_offset) const {
+    json choice = {{"index", c.index}, {"finish_reason", d.finish_reason.empty() ? json() : json(d.finish_reason)}};
     if (job.chat) {
       json delta = json::object();
       if (first) delta["role"] = "assistant";
       if (!d.text.empty()) delta["content"] = d.text;
       choice["delta"] = delta;
+      choice["logprobs"] = job.logprobs >= 0 && !d.logprobs.empty() ? chat_logprobs(d.logprobs) : json();
     } else {
-      choice["text"] = d.text;
-      choice["logprobs"] = nullptr;
+      choice["text"] = (first ? c.echo_text : "") + d.text;
+      choice["logprobs"] = job.logprobs >= 0 ? completion_logprobs(d.logprobs, text_offset) : json();
     }
     json out = {{"id", job.id}, {"object", job.chat ? "chat.completion.chunk" : "text_completion"},
                 {"created", job.created}, {"model", options.model_name}, {"choices", json::array({choice})}};
+    if (first && !job.warnings.empty()) out["warnings"] = job.warnings;
     if (!d.finish_reason.empty()) {
-      out["usage"] = {{"prompt_tokens", job.prompt_tokens}, {"completion_tokens", d.completion_tokens},
-                      {"total_tokens", job.prompt_tokens + d.completion_tokens}};
+      out["usage"] = {{"prompt_tokens", c.prompt_tokens}, {"completion_tokens", d.completion_tokens},
+                      {"total_tokens", c.prompt_tokens + d.completion_tokens}};
       out["stream"] = stream_info(job);
     }
     return out;
   }
 
+  // Server-sent events. Before each write the session's log is fsynced, so every token a client has received
+  // survives a crash; the last write (finish chunks, usage, [DONE]) follows finish_session.
   void stream_response(const std::shared_ptr<Job>& job, httplib::Response& res,
                        std::chrono::steady_clock::time_point started) {
     res.set_header("Cache-Control", "no-cache");
-    auto first = std::make_shared<bool>(true);
+    struct Progress {
+      std::vector<bool> started;
+      std::vector<int64_t> text_offset, completion_tokens;
+    };
+    auto progress = std::make_shared<Progress>();
+    progress->started.assign(job->choices.size(), false);
+    progress->text_offset.assign(job->choices.size(), 0);
+    progress->completion_tokens.assign(job->choices.size(), 0);
     res.set_chunked_content_provider(
         "text/event-stream",
-        [this, job, first, started](size_t, httplib::DataSink& sink) {
-          std::deque<GenerationDelta> deltas;
+        [this, job, progress, started](size_t, httplib::DataSink& sink) {
+          std::deque<std::pair<size_t, GenerationDelta>> deltas;
           bool done;
           {
             std::unique_lock<std::mutex> lock(job->mutex);
-            job->changed.wait(lock, [&] { return job->done || !job->deltas.empty(); });
+            job->changed.wait(lock, [&] { return job->done() || !job->deltas.empty(); });
             deltas.swap(job->deltas);
-            done = job->done;
+            done = job->done();
           }
           std::string events;
-          for (const auto& d : deltas) {
+          for (const auto& [i, d] : deltas) {
             if (d.finish_reason == "error") {
               events += "data: " + dump(error_body(400, d.error, "context_length_exceeded")) + "\n\n";
               continue;
             }
-            events += "data: " + dump(chunk_json(*job, d, *first)) + "\n\n";
-            *first = false;
+            const Choice& c = *job->choices[i];
+            const bool first = !progress->started[i];
+            events += "data: " + dump(chunk_json(*job, c, d, first, progress->text_offset[i])) + "\n\n";
+            progress->started[i] = true;
+            for (const auto& e : d.logprobs) progress->text_offset[i] += token_text(e.id).size();
+            progress->completion_tokens[i] = d.completion_tokens;
           }
-          if (done) events += "data: [DONE]\n\n";
+          if (done) {
+            try {
+              finish_session(*job);
+            } catch (const std::exception& e) {  // the log could not be made durable (disk full, I/O error)
+              events += "data: " + dump(error_body(500, e.what(), "session_not_durable")) + "\n\n";
+            }
+            if (job->include_usage)
+              events += "data: " + dump(json{{"id", job->id}, {"object", job->chat ? "chat.completion.chunk" : "text_completion"},
+                                             {"created", job->created}, {"model", options.model_name},
+                                             {"choices", json::array()}, {"usage", usage_of(*job, progress->completion_tokens)}}) + "\n\n";
+            events += "data: [DONE]\n\n";
+          } else if (job->session && !events.empty()) {
+            job->session->log->sync();
+          }
           if (!events.empty() && !sink.write(events.data(), events.size())) {
-            job->generation->request_cancel();  // the client went away
+            for (const auto& c : job->choices) c->generation->request_cancel();  // the client went away
             return false;
           }
           if (done) {
@@ -300,8 +477,17 @@ struct OpenAiServer::Impl {
           }
           return true;
         },
-        [job](bool) {
-          if (!job->done) job->generation->request_cancel();
+        [this, job](bool) {  // also when the client went away: the session comes back once its choices end
+          for (const auto& c : job->choices) c->generation->request_cancel();  // no-op on finished ones
+          {
+            std::unique_lock<std::mutex> lock(job->mutex);
+            job->changed.wait(lock, [&] { return job->done(); });
+          }
+          try {
+            finish_session(*job);
+          } catch (const std::exception& e) {
+            std::fprintf(stderr, "sinklm serve: %s: %s\n", job->id.c_str(), e.what());
+          }
         });
   }
 };

@@ -8,10 +8,11 @@
 namespace sinklm {
 
 struct RequestError : UserError {
-  RequestError(int status, std::string code, const std::string& message)
-      : UserError(message), status(status), code(std::move(code)) {}
+  RequestError(int status, std::string code, const std::string& message, std::string param = "")
+      : UserError(message), status(status), code(std::move(code)), param(std::move(param)) {}
   int status;
-  std::string code;  // e.g. "session_not_found", "rate_limit_exceeded"
+  std::string code;   // e.g. "session_not_found", "rate_limit_exceeded"
+  std::string param;  // the request field at fault, when there is one (OpenAI's error.param)
 };
 
 }  // namespace sinklm

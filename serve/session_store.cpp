@@ -3,12 +3,13 @@
 #include <torch/torch.h>
 
 #include <filesystem>
-#include <fstream>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 
 #include "core/atomic_dir.h"
+#include "serve/session_snapshot.h"
 #include "serve/request_error.h"
 
 namespace fs = std::filesystem;
@@ -34,18 +35,35 @@ std::string random_id() {
 }  // namespace
 
 SessionStore::SessionStore(std::string dir, int64_t max_in_memory, int64_t max_sessions, StreamSettings settings,
-                           const ModelConfig& model, torch::Device device)
+                           const ModelConfig& model, torch::Device device, SessionDurability durability)
     : dir_(std::move(dir)),
       max_in_memory_(max_in_memory),
       max_sessions_(max_sessions),
       settings_(std::move(settings)),
       model_(model),
-      device_(device) {
+      device_(device),
+      durability_(durability) {
   if (max_in_memory < 1) fail("--sessions-in-memory must be at least 1");
+  if (durability_.snapshot_every < 1 || durability_.keep_snapshots < 1)
+    fail("--snapshot-every and the snapshots kept must be at least 1");
   fs::create_directories(dir_);
-  for (const auto& entry : fs::directory_iterator(dir_)) {  // sessions saved by an earlier run
+  for (const auto& entry : fs::directory_iterator(dir_)) {  // sessions of an earlier run, cleanly stopped or not
     const std::string id = entry.path().filename().string();
-    if (entry.is_directory() && valid_id(id) && fs::exists(entry.path() / "state.json")) known_[id] = true;
+    if (!entry.is_directory() || !valid_id(id)) continue;
+    if (!fs::exists(log_path(id))) {
+      std::fprintf(stderr, "sinklm serve: warning: session %s: %s has no tokens.log; skipped\n", id.c_str(),
+                   path_of(id).c_str());
+      continue;
+    }
+    remove_snapshot_leftovers(path_of(id));
+    SessionLog log(log_path(id));  // cuts a torn tail
+    if (log.torn_bytes() > 0)
+      std::fprintf(stderr,
+                   "sinklm serve: warning: session %s: cut a torn tail of %lld bytes from %s (a crash mid-write); "
+                   "the session resumes with its %lld whole logged tokens\n",
+                   id.c_str(), static_cast<long long>(log.torn_bytes()), log.path().c_str(),
+                   static_cast<long long>(log.size()));
+    known_[id] = true;
   }
 }
 
@@ -62,7 +80,11 @@ std::string SessionStore::create() {
                            "/v1/sessions/{id}) or raise --max-sessions"));
   auto session = std::make_shared<Session>();
   do session->id = random_id();
-  while (known_.count(session->id));
+  while (known_.count(session->id) || fs::exists(path_of(session->id)));
+  fs::create_directories(path_of(session->id));
+  SessionLog::create(log_path(session->id));
+  fsync_directory(dir_);
+  session->log = std::make_unique<SessionLog>(log_path(session->id));
   session->stream = new_stream();
   session->last_used = ++clock_;
   known_[session->id] = true;
@@ -85,6 +107,11 @@ std::shared_ptr<Session> SessionStore::acquire(const std::string& id) {
   session->last_used = ++clock_;
   evict_idle_locked();
   return session;
+}
+
+void SessionStore::finish_request(Session& session) {
+  session.log->sync();
+  if (session.stream->length() - session.snapshot_length >= durability_.snapshot_every) save(session);
 }
 
 void SessionStore::release(const std::shared_ptr<Session>& session) {
@@ -112,6 +139,15 @@ void SessionStore::save_all() {
     if (!s->busy) save(*s);
 }
 
+std::vector<int64_t> SessionStore::history(const std::string& id) const {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!valid_id(id) || !known_.count(id))
+      throw RequestError(404, "session_not_found", str("session '", id, "' does not exist"));
+  }
+  return SessionLog::read(log_path(id));
+}
+
 void SessionStore::evict_idle_locked() {
   while (static_cast<int64_t>(loaded_.size()) > max_in_memory_) {
     std::shared_ptr<Session> oldest;
@@ -124,57 +160,28 @@ void SessionStore::evict_idle_locked() {
 }
 
 std::string SessionStore::path_of(const std::string& id) const { return (fs::path(dir_) / id).string(); }
+std::string SessionStore::log_path(const std::string& id) const { return path_of(id) + "/tokens.log"; }
 
-void SessionStore::save(const Session& session) const {
-  const auto& stream = *session.stream;
-  CacheSnapshot snapshot = stream.snapshot();
-  nlohmann::json state = {{"id", session.id},
-                          {"cache", stream.policy().name()},
-                          {"window", stream.policy().budget()},
-                          {"sinks", stream.policy().sinks()},
-                          {"positions", position_rule_name(stream.position_rule())},
-                          {"stream_length", stream.length()},
-                          {"held_tokens", std::vector<int64_t>(stream.held_tokens().begin(), stream.held_tokens().end())},
-                          {"unfed", session.unfed}};
-  AtomicDirWriter writer(path_of(session.id));
-  std::vector<torch::Tensor> tensors = snapshot.keys;
-  tensors.insert(tensors.end(), snapshot.values.begin(), snapshot.values.end());
-  torch::save(tensors, writer.staging_path("kv.pt"));
-  write_file_durable(writer.staging_path("state.json"), state.dump());
-  writer.commit();
+// A snapshot of the cache (the log already holds every token); unfed tokens are not in it and stay in the log.
+void SessionStore::save(Session& session) const {
+  session.log->sync();
+  if (session.stream->length() == session.snapshot_length) return;
+  write_session_snapshot(path_of(session.id), *session.stream, durability_.keep_snapshots);
+  session.snapshot_length = session.stream->length();
 }
 
 std::shared_ptr<Session> SessionStore::load(const std::string& id) const {
-  const std::string dir = path_of(id);
-  std::ifstream in(dir + "/state.json");
-  if (!in) throw RequestError(500, "session_unreadable", str("session '", id, "': ", dir, "/state.json is missing"));
   try {
-    auto state = nlohmann::json::parse(in);
-    CacheOptions cache;
-    cache.policy = state.at("cache").get<std::string>();
-    cache.window = state.at("window").get<int64_t>();
-    cache.sinks = state.at("sinks").get<int64_t>();
-    auto policy = make_cache_policy(cache, model_, dir + "/state.json");
-    CacheSnapshot snapshot;
-    snapshot.stream_length = state.at("stream_length").get<int64_t>();
-    if (!policy->recomputes()) {
-      std::vector<torch::Tensor> tensors;
-      torch::load(tensors, dir + "/kv.pt");
-      const size_t layers = tensors.size() / 2;
-      snapshot.keys.assign(tensors.begin(), tensors.begin() + layers);
-      snapshot.values.assign(tensors.begin() + layers, tensors.end());
-    }
     auto session = std::make_shared<Session>();
     session->id = id;
-    session->unfed = state.at("unfed").get<std::vector<int64_t>>();
-    session->stream = std::make_unique<DecoderStream>(
-        std::move(policy), parse_position_rule(state.at("positions").get<std::string>()), settings_.rotation, model_,
-        device_, snapshot, state.at("held_tokens").get<std::vector<int64_t>>());
+    session->log = std::make_unique<SessionLog>(log_path(id));
+    session->stream = read_session_snapshot(path_of(id), id, session->log->size(), settings_.rotation, model_, device_);
+    if (!session->stream) session->stream = new_stream();  // no usable snapshot: replay the whole log
+    session->snapshot_length = session->stream->length();
+    session->unfed = session->log->read_from(session->stream->length());
     return session;
-  } catch (const nlohmann::json::exception& e) {
-    throw RequestError(500, "session_unreadable", str("session '", id, "': ", dir, "/state.json: ", e.what()));
-  } catch (const c10::Error& e) {
-    throw RequestError(500, "session_unreadable", str("session '", id, "': ", dir, "/kv.pt: ", e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    throw RequestError(500, "session_unreadable", str("session '", id, "': ", e.what()));
   }
 }
 

@@ -50,20 +50,46 @@ def write_task_yamls(directory):
                     + "".join(f"{s}_split: {split if s == split else 'null'}\n" for s in ("validation", "test")))
 
 
+def sinklm_eval_scores(checkpoint, work):
+    """`sinklm eval` on every task: ({(task, metric): value}, {(task, doc): [log-likelihood per request]})."""
+    out, samples = os.path.join(work, "ours.json"), os.path.join(work, "ours.samples.jsonl")
+    run_sinklm("eval", "--checkpoint", checkpoint, "--tasks", ",".join(TASKS), "--data", FIXTURES, "--out", out,
+               "--samples", samples)
+    ours = {(r["task"], r["metric"]): r["value"] for r in json.load(open(out))["results"]}
+    our_lls = {}
+    with open(samples) as f:
+        for line in map(json.loads, f):
+            our_lls[(line["task"], line["doc"])] = line["logprobs"]
+    return ours, our_lls
+
+
+def compare_with_lm_eval(checks, result, ours, our_lls, label=""):
+    """lm-eval's logged requests and metrics (`result` of simple_evaluate with log_samples) against sinklm
+    eval's: `ours` {(task, metric): value}, `our_lls` {(task, doc): [log-likelihood per request]}."""
+    for task in TASKS:
+        logged = result["samples"][f"local_{task}"]  # resps: per request [(loglikelihood, is_greedy)]
+        diffs = [abs(float(resp[0][0]) - ours_ll) for s in logged
+                 for resp, ours_ll in zip(s["resps"], our_lls.get((task, s["doc_id"]), []))]
+        n_requests = sum(len(s["resps"]) for s in logged)
+        checks.check(f"{label}{task}: log-likelihood of {n_requests} requests", len(diffs) == n_requests and max(diffs) <= 2e-4,
+                     f"max abs diff {max(diffs):.2e}")
+        theirs = result["results"][f"local_{task}"]
+        for key, value in theirs.items():
+            metric = key.split(",")[0]
+            if metric not in ("acc", "acc_norm", "perplexity") or key.split(",")[0].endswith("stderr"):
+                continue
+            got = ours.get((task, metric))
+            ok = got is not None and (abs(got - value) <= 1e-4 * value if metric == "perplexity" else got == value)
+            checks.check(f"{label}{task} {metric}: lm-eval {value:.4f}", ok, f"sinklm {got}")
+
+
 def main():
     checks = Checks()
     with tempfile.TemporaryDirectory() as work:
         tokenizer = os.path.join(work, "tokenizer.json")
         n_tokens = train_tokenizer(tokenizer)
         checkpoint = save_model(os.path.join(work, "model"), tokenizer, n_tokens, "none", seed=3)
-        out, samples = os.path.join(work, "ours.json"), os.path.join(work, "ours.samples.jsonl")
-        run_sinklm("eval", "--checkpoint", checkpoint, "--tasks", ",".join(TASKS), "--data", FIXTURES, "--out", out,
-                   "--samples", samples)
-        ours = {(r["task"], r["metric"]): r["value"] for r in json.load(open(out))["results"]}
-        our_lls = {}
-        with open(samples) as f:
-            for line in map(json.loads, f):
-                our_lls[(line["task"], line["doc"])] = line["logprobs"]
+        ours, our_lls = sinklm_eval_scores(checkpoint, work)
 
         yamls = os.path.join(work, "tasks")
         os.makedirs(yamls)
@@ -72,21 +98,7 @@ def main():
             model="hf", model_args=f"pretrained={checkpoint},tokenizer={checkpoint},dtype=float32",
             tasks=[f"local_{t}" for t in TASKS], task_manager=TaskManager(include_path=yamls), batch_size=1,
             device="cpu", num_fewshot=0, bootstrap_iters=0, log_samples=True)
-        for task in TASKS:
-            logged = result["samples"][f"local_{task}"]  # resps: per request [(loglikelihood, is_greedy)]
-            diffs = [abs(float(resp[0][0]) - ours_ll) for s in logged
-                     for resp, ours_ll in zip(s["resps"], our_lls.get((task, s["doc_id"]), []))]
-            n_requests = sum(len(s["resps"]) for s in logged)
-            checks.check(f"{task}: log-likelihood of {n_requests} requests", len(diffs) == n_requests and max(diffs) <= 2e-4,
-                         f"max abs diff {max(diffs):.2e}")
-            theirs = result["results"][f"local_{task}"]
-            for key, value in theirs.items():
-                metric = key.split(",")[0]
-                if metric not in ("acc", "acc_norm", "perplexity") or key.split(",")[0].endswith("stderr"):
-                    continue
-                got = ours.get((task, metric))
-                ok = got is not None and (abs(got - value) <= 1e-4 * value if metric == "perplexity" else got == value)
-                checks.check(f"{task} {metric}: lm-eval {value:.4f}", ok, f"sinklm {got}")
+        compare_with_lm_eval(checks, result, ours, our_lls)
     checks.finish()
 
 

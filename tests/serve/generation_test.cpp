@@ -168,5 +168,68 @@ TEST(Generation, AFullCacheAtItsLimitEndsOnlyThatGeneration) {
   EXPECT_EQ(b.completion_tokens, 20);
 }
 
+// echo + logprobs: each prompt token's log-prob equals the full forward's, across prefill chunk boundaries
+// (the first echoed token is unscored, as OpenAI reports it), then the sampled tokens', with top-k alternatives.
+TEST(Generation, EchoedPromptLogprobsEqualTheForwardAcrossChunks) {
+  ByteModel m;
+  GenerationRequest request;
+  request.prompt = m.prompt("the prompt spans several prefill chunks");
+  request.sampling.temperature = 0;
+  request.max_tokens = 3;
+  request.stop_at_end_of_text = false;
+  request.logprobs = 2;
+  request.echo_from = 1;  // after the sink
+  std::vector<TokenLogprob> got;
+  Collected out;
+  auto stream = m.stream();
+  auto g = std::make_shared<Generation>(request, stream, *m.codec, m.model->config(), [&](const GenerationDelta& d) {
+    got.insert(got.end(), d.logprobs.begin(), d.logprobs.end());
+    out.listener()(d);
+  });
+  GenerationEngine engine(m.decoder, 5);  // 40 prompt tokens in chunks of 5
+  engine.add(g);
+  while (engine.active()) engine.step();
+
+  auto reference = m.stream();
+  auto logprobs = torch::log_softmax(stream_logits(m.decoder, reference, request.prompt, 64), -1);  // [P, V]
+  const size_t P = request.prompt.size();
+  ASSERT_EQ(got.size(), P - 1 + 3);
+  EXPECT_FALSE(got[0].scored);
+  EXPECT_EQ(got[0].id, request.prompt[1]);
+  for (size_t j = 2; j < P; ++j) {
+    EXPECT_EQ(got[j - 1].id, request.prompt[j]);
+    EXPECT_NEAR(got[j - 1].logprob, logprobs[j - 1][request.prompt[j]].item<double>(), 1e-5) << j;
+    ASSERT_EQ(got[j - 1].top.size(), 2u);
+    EXPECT_EQ(got[j - 1].top[0].first, logprobs[j - 1].argmax().item<int64_t>());
+  }
+  EXPECT_NEAR(got[P - 1].logprob, logprobs[P - 1][got[P - 1].id].item<double>(), 1e-5);  // the first sampled token
+  EXPECT_EQ(out.completion_tokens, 3);
+}
+
+// max_tokens 0 with echo: the prompt is scored and nothing is sampled.
+TEST(Generation, MaxTokensZeroOnlyScoresThePrompt) {
+  ByteModel m;
+  GenerationRequest request;
+  request.prompt = m.prompt("abc");
+  request.max_tokens = 0;
+  request.logprobs = 0;
+  request.echo_from = 1;
+  Collected out;
+  std::vector<TokenLogprob> got;
+  auto stream = m.stream();
+  auto g = std::make_shared<Generation>(request, stream, *m.codec, m.model->config(), [&](const GenerationDelta& d) {
+    got.insert(got.end(), d.logprobs.begin(), d.logprobs.end());
+    out.listener()(d);
+  });
+  GenerationEngine engine(m.decoder, 8);
+  engine.add(g);
+  while (engine.active()) engine.step();
+  EXPECT_EQ(out.finish, "length");
+  EXPECT_EQ(out.completion_tokens, 0);
+  EXPECT_EQ(got.size(), 3u);
+  EXPECT_EQ(stream.length(), 4);
+  EXPECT_TRUE(g->unfed().empty());
+}
+
 }  // namespace
 }  // namespace sinklm

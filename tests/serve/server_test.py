@@ -6,7 +6,6 @@ that keep their stream across requests, LRU eviction to disk and restore, surviv
 concurrent streaming sessions. Exit 77 (skipped) when the `openai` package is missing."""
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -20,24 +19,17 @@ except ImportError:
     print("skipped: the openai package is not installed (scripts/setup.sh installs it)")
     sys.exit(77)
 
-BIN = os.environ["SINKLM_BIN"]
-SOURCE = os.environ["SINKLM_SOURCE_DIR"]
+from serve_support import BIN, check, with_byte_model
+
 KEY = "test-key"
 WINDOW = 48
-failures = []
-
-
-def check(condition, what):
-    print(("ok   " if condition else "FAIL ") + what, flush=True)
-    if not condition:
-        failures.append(what)
 
 
 def start_server(checkpoint, sessions):
     proc = subprocess.Popen(
         [BIN, "serve", "--checkpoint", checkpoint, "--port", "0", "--window", str(WINDOW), "--api-key", KEY,
          "--session-dir", sessions, "--sessions-in-memory", "2", "--max-sessions", "20", "--max-body-bytes", "4096",
-         "--max-tokens-limit", "64", "--threads", "1", "--model-name", "tiny-bytes"],
+         "--max-tokens-limit", "64", "--max-prompt-tokens", "1000", "--threads", "1", "--model-name", "tiny-bytes"],
         stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
     if "listening on http://" not in line:
@@ -66,20 +58,79 @@ def error_of(body):
 
 
 def main():
-    work = tempfile.mkdtemp(prefix="sinklm-serve-test-")
-    checkpoint = os.path.join(work, "tiny-bytes")
-    # A tiny model with a byte vocabulary (256 ids) plus one learnable sink token.
-    subprocess.run([BIN, "init", "--config", os.path.join(SOURCE, "configs/tiny-sink.yaml"), "--out", checkpoint,
-                    "--set", "model.vocab_size=264", "--set", "model.tokenizer_vocab_size=256",
-                    "--set", "model.eos_token_id=255"], check=True, stdout=subprocess.DEVNULL)
-    sessions_dir = os.path.join(work, "sessions")
-    try:
-        run_checks(checkpoint, sessions_dir)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    if failures:
-        sys.exit(f"{len(failures)} check(s) failed: {failures}")
-    print("all server checks passed")
+    with_byte_model("sinklm-serve-test-", "server",
+                    lambda work, checkpoint: run_checks(checkpoint, os.path.join(work, "sessions")))
+
+
+# README's list of malformed requests (section "Streaming inference"): each must answer its 4xx with an
+# OpenAI-style JSON error (naming the field where there is one), never a 5xx, and the server keeps serving.
+# (name, path, extra curl arguments, body, expected status, expected error.param)
+MALFORMED = [
+    ("not JSON", "/v1/completions", [], "{not json", 400, None),
+    ("empty body", "/v1/completions", [], "", 400, None),
+    ("JSON that is not an object", "/v1/completions", [], "[1, 2]", 400, None),
+    ("invalid UTF-8", "/v1/completions", [], b'{"prompt": "\xff\xfe"}', 400, None),
+    ("nested 2000 deep", "/v1/completions", [], "[" * 2000 + "]" * 2000, 400, None),
+    ("body over --max-body-bytes", "/v1/completions", [], json.dumps({"prompt": "x" * 5000}), 413, None),
+    ("absurd Content-Length", "/v1/completions", ["-H", "Content-Length: 99999999999"], "{}", 413, None),
+    ("number out of range", "/v1/completions", [], '{"prompt": "x", "temperature": 1e999}', 400, "temperature"),
+    ("NaN", "/v1/completions", [], '{"prompt": "x", "temperature": NaN}', 400, None),
+    ("Infinity", "/v1/completions", [], '{"prompt": "x", "top_p": Infinity}', 400, None),
+    ("negative overflow", "/v1/completions", [], '{"prompt": "x", "top_p": -1e400}', 400, "top_p"),
+    ("integer too large", "/v1/completions", [], '{"prompt": "x", "max_tokens": 1e30}', 400, "max_tokens"),
+    ("seed beyond 64 bits", "/v1/completions", [], '{"prompt": "x", "seed": 99999999999999999999}', 400, "seed"),
+    ("wrong type", "/v1/completions", [], '{"prompt": "x", "temperature": "hot"}', 400, "temperature"),
+    ("prompt of the wrong type", "/v1/completions", [], '{"prompt": 7}', 400, "prompt"),
+    ("missing prompt", "/v1/completions", [], '{}', 400, "prompt"),
+    ("prompt token id outside the vocabulary", "/v1/completions", [], '{"prompt": [1, 999999]}', 400, "prompt"),
+    ("prompt over --max-prompt-tokens", "/v1/completions", [], json.dumps({"prompt": "ab" * 1500}), 400, None),
+    ("max_tokens over the limit", "/v1/completions", [], '{"prompt": "x", "max_tokens": 100000}', 400, "max_tokens"),
+    ("max_tokens 0 without echo", "/v1/completions", [], '{"prompt": "x", "max_tokens": 0}', 400, "max_tokens"),
+    ("negative max_tokens", "/v1/completions", [], '{"prompt": "x", "max_tokens": -1}', 400, "max_tokens"),
+    ("temperature out of range", "/v1/completions", [], '{"prompt": "x", "temperature": 7}', 400, "temperature"),
+    ("top_p 0", "/v1/completions", [], '{"prompt": "x", "top_p": 0}', 400, "top_p"),
+    ("n 0", "/v1/completions", [], '{"prompt": "x", "n": 0}', 400, "n"),
+    ("logprobs over 20", "/v1/completions", [], '{"prompt": "x", "logprobs": 50}', 400, "logprobs"),
+    ("too many stop strings", "/v1/completions", [], '{"prompt": "x", "stop": ["a","b","c","d","e"]}', 400, "stop"),
+    ("empty stop string", "/v1/completions", [], '{"prompt": "x", "stop": [""]}', 400, "stop"),
+    ("stream_options without stream", "/v1/completions", [], '{"prompt": "x", "stream_options": {}}', 400, "stream_options"),
+    ("n > 1 on a session", "/v1/completions", [], '{"prompt": "x", "n": 2, "session": "sess_x"}', 400, "n"),
+    ("unknown role", "/v1/chat/completions", [], '{"messages": [{"role": "robot", "content": "x"}]}', 400, "messages[0].role"),
+    ("unsupported content part", "/v1/chat/completions", [],
+     '{"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}', 400,
+     "messages[0].content[0].type"),
+    ("no messages", "/v1/chat/completions", [], '{"messages": []}', 400, "messages"),
+    ("top_logprobs without logprobs", "/v1/chat/completions", [],
+     '{"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2}', 400, "top_logprobs"),
+    ("unknown session", "/v1/completions", [], '{"prompt": "x", "session": "sess_nope"}', 404, None),
+    ("session id with bad characters", "/v1/completions", ["-H", "X-Session-Id: ../../etc"], '{"prompt": "x"}', 404, None),
+    ("unknown route", "/v1/nothing", [], "{}", 404, None),
+    ("wrong method", "/v1/models", ["-X", "DELETE"], None, 404, None),
+    ("missing API key", "/v1/models", ["NOAUTH"], None, 401, None),
+]
+
+
+def malformed_requests_answer_4xx(base, auth):
+    for name, path, extra, body, status, param in MALFORMED:
+        args = [] if "NOAUTH" in extra else list(auth)
+        args += [a for a in extra if a != "NOAUTH"]
+        if body is not None:
+            data = body if isinstance(body, bytes) else body.encode()
+            with tempfile.NamedTemporaryFile(delete=False) as f:
+                f.write(data)
+            args += ["--data-binary", "@" + f.name, "-H", "Content-Type: application/json"]
+        code, text = curl(base, *args, base + path)
+        if body is not None:
+            os.unlink(f.name)
+        error = error_of(text)
+        check(code == status and error is not None and (param is None or error.get("param") == param),
+              f"malformed request, {name}: {code} (expected {status}"
+              + (f", param {param!r}, got {error and error.get('param')!r})" if param else ")"))
+    metrics = curl(base, base + "/metrics")[1]
+    server_errors = [l for l in metrics.splitlines() if l.startswith("sinklm_http_responses_total") and 'status="5' in l]
+    check(not server_errors, f"no malformed request answered 5xx: {server_errors}")
+    code, body = curl(base, *auth, base + "/v1/completions", "-d", json.dumps({"prompt": "still there?", "max_tokens": 2}))
+    check(code == 200, "the server keeps serving after the malformed requests")
 
 
 def run_checks(checkpoint, sessions_dir):
@@ -115,6 +166,35 @@ def run_checks(checkpoint, sessions_dir):
         check(deltas[0].role == "assistant" and "".join(d.content or "" for d in deltas) == chat.choices[0].message.content,
               "streamed chat equals the non-streamed one (same seed)")
 
+        # What evaluation tools use: log-probs, echo (first token null), max_tokens 0, token-id prompts.
+        scored = client.completions.create(model="tiny-bytes", prompt="Once upon", max_tokens=0, echo=True, logprobs=2)
+        lp = scored.choices[0].logprobs
+        check(scored.choices[0].text == "Once upon" and lp.tokens == list("Once upon") and lp.token_logprobs[0] is None
+              and all(x < 0 for x in lp.token_logprobs[1:]) and all(len(t) <= 2 for t in lp.top_logprobs[1:]),
+              "echo + logprobs + max_tokens 0: the prompt's log-probs, the first null")
+        by_ids = client.completions.create(model="tiny-bytes", prompt=list(b"Once upon"), max_tokens=1, echo=True,
+                                           logprobs=1, temperature=0)
+        check(by_ids.choices[0].logprobs.token_logprobs[:9] == lp.token_logprobs
+              and len(by_ids.choices[0].logprobs.token_logprobs) == 10, "a token-id prompt scores like its text")
+        picks = [client.completions.create(model="tiny-bytes", prompt="Hi", max_tokens=8, n=3, seed=9) for _ in range(2)]
+        texts = [[c.text for c in sorted(p.choices, key=lambda c: c.index)] for p in picks]
+        check(texts[0] == texts[1] and len(set(texts[0])) > 1, f"n = 3: distinct samples, reproducible from the seed")
+        chunks = list(client.completions.create(model="tiny-bytes", prompt="Hi", max_tokens=4, stream=True,
+                                                stream_options={"include_usage": True}))
+        check(chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == 4, "stream_options.include_usage")
+        parts = client.chat.completions.create(model="tiny-bytes", max_tokens=3, temperature=0, logprobs=True,
+                                               top_logprobs=2, messages=[{"role": "user", "content": [
+                                                   {"type": "text", "text": "Hi"}, {"type": "text", "text": "!"}]}])
+        plain = client.chat.completions.create(model="tiny-bytes", max_tokens=3, temperature=0,
+                                               messages=[{"role": "user", "content": "Hi!"}])
+        content = parts.choices[0].logprobs.content
+        check(parts.choices[0].message.content == plain.choices[0].message.content and len(content) == 3
+              and all(len(c.top_logprobs) == 2 for c in content), "chat: text parts, logprobs with top_logprobs")
+        code, body = curl(base, "-H", f"Authorization: Bearer {KEY}", base + "/v1/completions",
+                          "-d", json.dumps({"prompt": "x", "max_tokens": 1, "frequency_penalty": 0.5}))
+        check(code == 200 and json.loads(body)["warnings"] == ["unsupported field 'frequency_penalty' ignored"],
+              "unknown fields are ignored and listed in warnings")
+
         # Errors: OpenAI-style JSON with 4xx, and the server keeps serving.
         try:
             openai.OpenAI(base_url=base + "/v1", api_key="wrong", max_retries=0).models.list()
@@ -136,6 +216,7 @@ def run_checks(checkpoint, sessions_dir):
         check(code == 413 and error_of(body) is not None, "curl: a body over the limit gets 413 JSON")
         code, body = curl(base, *auth, base + "/v1/completions", "-d", json.dumps({"prompt": 7}))
         check(code == 400 and "prompt" in error_of(body)["message"], "curl: a prompt of the wrong type gets 400")
+        malformed_requests_answer_4xx(base, auth)
         code, body = curl(base, base + "/v1/nothing")
         check(code == 404 and error_of(body) is not None, "curl: unknown route gets 404 JSON")
         code, body = curl(base, base + "/health")
