@@ -148,7 +148,7 @@ int run_bench_decode_command(const std::vector<std::string>& argv) {
                         {"streams", streams}, {"start_position", start}, {"decoded_per_stream", decode},
                         {"median_step_ms", sorted[sorted.size() / 2]}, {"mean_step_ms", total_ms / step_ms.size()},
                         {"p99_step_ms", percentile(0.99)}, {"batched", !args.has("no-batch")},
-                        {"kv_dtype", c10::toString(policy->kv_dtype())},
+                        {"kv_dtype", kv_dtype_name(policy->kv_dtype())},
                         {"weight_bytes", weight_bytes}, {"kv_bytes_per_stream", kv_bytes},
                         {"copy_bandwidth_gbs", bandwidth / 1e9}, {"bound_tokens_per_second", bound},
                         {"tokens_per_second", streams * decode / (total_ms / 1000.0)},

@@ -81,6 +81,8 @@ torch::ScalarType parse_kv_dtype(const std::string& text, const std::string& fie
   fail(field, ": unknown KV dtype '", text, "'; expected fp32 or bf16");
 }
 
+const char* kv_dtype_name(torch::ScalarType dtype) { return dtype == torch::kBFloat16 ? "bf16" : "fp32"; }
+
 PositionRule parse_position_rule(const std::string& text, const std::string& field) {
   if (text == "cache") return PositionRule::Cache;
   if (text == "stream") return PositionRule::Stream;

@@ -102,6 +102,7 @@ std::unique_ptr<KvCachePolicy> make_cache_policy(const CacheOptions& options, co
                                                  const std::string& field = "cache");
 PositionRule parse_position_rule(const std::string& text, const std::string& field = "positions");
 torch::ScalarType parse_kv_dtype(const std::string& text, const std::string& field = "kv-dtype");
+const char* kv_dtype_name(torch::ScalarType dtype);  // "fp32" | "bf16"
 const char* position_rule_name(PositionRule rule);
 
 }  // namespace sinklm

@@ -45,6 +45,7 @@ std::unique_ptr<DecoderStream> read_one(const std::string& dir, KeyRotation rota
   cache.policy = state.at("cache").get<std::string>();
   cache.window = state.at("window").get<int64_t>();
   cache.sinks = state.at("sinks").get<int64_t>();
+  cache.kv_dtype = parse_kv_dtype(state.value("kv_dtype", "fp32"), dir + "/state.json: kv_dtype");
   auto policy = make_cache_policy(cache, model, dir + "/state.json");
   CacheSnapshot snapshot;
   snapshot.stream_length = state.at("stream_length").get<int64_t>();
@@ -83,6 +84,7 @@ void write_session_snapshot(const std::string& session_dir, const DecoderStream&
                             {"window", stream.policy().budget()},
                             {"sinks", stream.policy().sinks()},
                             {"positions", position_rule_name(stream.position_rule())},
+                            {"kv_dtype", kv_dtype_name(stream.policy().kv_dtype())},
                             {"stream_length", stream.length()},
                             {"held_tokens", std::vector<int64_t>(stream.held_tokens().begin(), stream.held_tokens().end())}};
     AtomicDirWriter writer(snapshot_dir(session_dir, stream.length()));

@@ -5,8 +5,8 @@
 // into a staging directory, fsync'ed and renamed into place (core/atomic_dir.h), so a crash mid-snapshot
 // leaves the previous snapshots as they were (and a `snapshot-<L>.tmp-<pid>` directory that is ignored and
 // removed at the next start).
-//   state.json  {"format": 1, "cache", "window", "sinks", "positions", "stream_length", "held_tokens",
-//                "kv_sha256"}  (held_tokens: the ids at the held positions, sinks then the recent run)
+//   state.json  {"format": 1, "cache", "window", "sinks", "positions", "kv_dtype" ("fp32" | "bf16", the
+//                cache's storage; absent = fp32), "stream_length", "held_tokens", "kv_sha256"}  (held_tokens: the ids at the held positions, sinks then the recent run)
 //   kv.pt       torch::save of a list of tensors: the keys of every layer, then the values, each [H, N, D]
 //               float32 in cache order with keys un-rotated (CacheSnapshot); absent for recompute caches
 // A snapshot that fails to parse, to load or its sha256 is corrupt: the reader falls back to the next older.
