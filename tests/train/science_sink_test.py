@@ -1,20 +1,20 @@
 #!/usr/bin/env python3
 """Science test (label e2e): an attention sink really forms, and the cache policies treat it as the paper says.
 
-The only test that checks the cache policies against a model that really has a sink. Short synthetic runs
-(configs/synthetic*.yaml, 300 steps of 64 x 64 tokens: the smallest setting of scripts/sink_sweep) on a
-`sinklm prepare synthetic` Bigram-Backcopy stream, in one process. No setting found so far reaches both of
+The only test that checks the cache policies against a model that really has a sink. Two short sink-token runs
+(configs/synthetic-sink.yaml, 300 steps of 128 x 64 tokens, one process and thread: ~3 CPU-minutes each) on a
+`sinklm prepare synthetic` Bigram-Backcopy stream. No setting found so far reaches both of
 issue 10's targets at once (README, "A sink at CPU scale"): with parallel residual the sink forms in layer 1
 but evicting it costs nothing; with sequential residual evicting it costs ~1.8x but the sink sits in layer 0.
-So the test asserts each half where it is measured, with margins below the sweep's figures:
+So the test asserts each half where it is measured, with margins below what was measured (README):
   parallel sink-token model   >= MASS of attention on the sink token in every layer >= 1 (`sinklm analyze`,
-                              held-out test stream; sweep: 0.22, vanilla twin's position 0: 0.01); keeping the
+                              held-out test stream; measured 0.39, vanilla twins: 0.01-0.02); keeping the
                               sink is enough (1+(W-1) within 2% of 4+(W-4)); the training-time probe
                               (train.sink_probe_every) gives the same per-layer mass as `sinklm analyze` on the
                               same checkpoint and validation sequences
-  sequential sink-token model evicting the sink costs perplexity, 0+W >= PENALTY x 1+(W-1) (sweep: 1.77x), while
+  sequential sink-token model evicting the sink costs perplexity, 0+W >= PENALTY x 1+(W-1) (measured 1.88x), while
                               keeping it does not (1+(W-1) within 2% of 4+(W-4)); `sinklm stream --compare`, W = 64
-The vanilla twin of the parallel model is trained and printed, not asserted (nothing tunes it into a sink model).
+Vanilla twins are not trained here (their figures are in scripts/sink_sweep's table and the compare report).
 
 `--token-mode none` trains the "sink-token" models with model.sink.mode=none: the test must then fail
 (README shows it does).
@@ -29,8 +29,8 @@ import time
 
 SINKLM = os.environ.get("SINKLM_BIN", "build/sinklm")
 SOURCE = os.environ.get("SINKLM_SOURCE_DIR", ".")
-MASS, PENALTY, KEEP = 0.1, 1.3, 0.02
-SHORT = ["train.steps=300", "train.global_batch_tokens=4096", "train.sink_probe_every=50", "train.threads=2"]
+MASS, PENALTY, KEEP = 0.2, 1.4, 0.02
+SHORT = ["train.steps=300", "train.sink_probe_every=50", "train.threads=1"]
 passed, failed = [], []
 
 
@@ -65,7 +65,7 @@ def analyze(ckpt, text, segments, out):
 def train(work, data, name, mode, extra=()):
     """Trains one short run; returns (run dir, final checkpoint, held-out sink mass per layer, Table 3 PPLs)."""
     run_dir = f"{work}/{name}"
-    cmd = [SINKLM, "train", "--config", f"{SOURCE}/configs/synthetic-sink.yaml", "--out", run_dir,
+    cmd = [SINKLM, "train", "--config", f"{SOURCE}/configs/synthetic-sink.yaml", "--out", run_dir, "--resume",
            "--set", f"data.shards={data}", "--set", f"model.sink.mode={mode}"]
     for override in SHORT + list(extra):
         cmd += ["--set", override]
@@ -117,9 +117,6 @@ def main():
         check("keeping the sink is enough (sequential)", abs(ppl[1] - ppl[3]) <= KEEP * ppl[3],
               f"1+(W-1) {ppl[1]:.2f} vs 4+(W-4) {ppl[3]:.2f} (within {KEEP:.0%})")
 
-        _, _, mass, ppl = train(work, data, "vanilla", "none")
-        print(f"vanilla twin of the parallel model (printed, not asserted): position-0 mass per layer "
-              f"{[round(m, 3) for m in mass]}, 0+W / 4+(W-4) = {ppl[0]:.2f} / {ppl[3]:.2f}")
     print(f"{len(passed)} passed, {len(failed)} failed ({time.time() - start:.0f} s)")
     return 1 if failed else 0
 
