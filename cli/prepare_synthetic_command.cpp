@@ -27,17 +27,6 @@ namespace {
 constexpr uint32_t kByteVocabulary = 256;
 constexpr uint32_t kEndOfText = '\n';
 
-double get_probability(const Args& args, const std::string& flag, double fallback) {
-  if (!args.has(flag)) return fallback;
-  try {
-    size_t used = 0;
-    double value = std::stod(args.get(flag), &used);
-    if (used == args.get(flag).size()) return value;
-  } catch (const std::exception&) {
-  }
-  fail("--", flag, " '", args.get(flag), "': not a number (e.g. 0.15)");
-}
-
 int64_t get_count(const Args& args, const std::string& flag, int64_t fallback, int64_t minimum) {
   const int64_t value = args.get_int(flag, fallback);
   if (value < minimum) fail("--", flag, " ", value, ": must be at least ", minimum);
@@ -69,11 +58,11 @@ int prepare_synthetic(const std::vector<std::string>& argv) {
   options.symbols = args.get_int("symbols", options.symbols);
   options.successors = args.get_int("successors", options.successors);
   options.triggers = args.get_int("triggers", options.triggers);
-  options.trigger_rate = get_probability(args, "trigger-rate", options.trigger_rate);
+  options.trigger_rate = args.get_double("trigger-rate", options.trigger_rate);
   const std::string rule = args.get("rule", "backcopy");
   if (rule != "backcopy" && rule != "after-marker") fail("--rule ", rule, ": expected backcopy or after-marker");
   options.rule = rule == "backcopy" ? CopyRule::Backcopy : CopyRule::AfterMarker;
-  options.marker_rate = get_probability(args, "marker-rate", options.marker_rate);
+  options.marker_rate = args.get_double("marker-rate", options.marker_rate);
   options.marker_window = args.get_int("marker-window", options.marker_window);
   const BigramBackcopy source(options);
   const std::string out_dir = args.require("out");
