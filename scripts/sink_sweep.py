@@ -91,7 +91,7 @@ def main():
     parser.add_argument("--out", default=os.path.join(ROOT, "runs", "sink_sweep"))
     parser.add_argument("--grid", default=",".join(DEFAULT_GRID), help=f"settings, comma-separated: {', '.join(GRID)}")
     parser.add_argument("--variants", default="token,none", help="sink modes to train per setting")
-    parser.add_argument("--steps", type=int, default=300, help="training steps per model (configs/synthetic.yaml: 600)")
+    parser.add_argument("--steps", type=int, default=300, help="training steps per model (configs/synthetic.yaml: 300)")
     parser.add_argument("--batch-tokens", type=int, default=4096,
                         help="tokens per step (configs/synthetic.yaml: 8192)")
     parser.add_argument("--stream-tokens", type=int, default=3000)
