@@ -9,7 +9,8 @@
 //   implicit_sink    mass absorbed by the sink logit, 1 - sum of the row (softmax1 / logit models)
 // Output directory:
 //   heads.json                  {"checkpoint", "sink_mode", ..., "layers": [{"layer", "heads": [{"head",
-//                               "sink_token"?, "first_positions": [k], "implicit_sink"?}]}], "maps": [...]}
+//                               "sink_token"?, "first_positions": [k], "implicit_sink"?}]}], "maps": [{"layer", "file", "size",
+//                               "range", "values": [M rows of M, null above the diagonal]}]}
 //   analysis.md                 per layer: mean and largest head mass on the sink (token or logit; vanilla:
 //                               position 0), and on position 0
 //   sink_mass.png               layers (rows) x heads (columns) heatmap of that sink mass, 0..1
@@ -176,7 +177,10 @@ int run_analyze_command(const std::vector<std::string>& argv) {
     std::vector<float> values(map.data_ptr<float>(), map.data_ptr<float>() + M * M);
     const std::string file = str("attention_map_layer", l, ".png");
     write_png(writer.staging_path(file), render_heatmap(values, M, M, 0.0, high, kCellPixels));
-    report["maps"].push_back({{"layer", l}, {"file", file}, {"size", M}, {"range", {0, high}}});
+    // The values too, so a plotting script can draw labelled axes and a colour bar (null above the diagonal).
+    nlohmann::json rows = nlohmann::json::array();
+    for (int64_t q = 0; q < M; ++q) rows.push_back(std::vector<float>(values.begin() + q * M, values.begin() + (q + 1) * M));
+    report["maps"].push_back({{"layer", l}, {"file", file}, {"size", M}, {"range", {0, high}}, {"values", rows}});
     md << "\n"
        << file << ": layer " << l << ", average over heads, queries (rows) x keys (columns) 0.." << M - 1 << ", 0 .. "
        << high << "\n";

@@ -1,4 +1,4 @@
-// sinklm prepare <corpus | shards | sentencepiece>: the data pipeline, one step per subcommand.
+// sinklm prepare <corpus | shards | sentencepiece | synthetic>: the data pipeline, one step per subcommand.
 #include <iomanip>
 #include <iostream>
 
@@ -19,6 +19,7 @@ int run_prepare_command(const std::vector<std::string>& args) {
       {"corpus", "English text from Debian packages -> train/validation/test JSONL + manifest", prepare_corpus},
       {"shards", "tokenize a corpus directory into binary token shards", prepare_shards},
       {"sentencepiece", "train a small SentencePiece BPE vocabulary on a corpus's training split", prepare_sentencepiece},
+      {"synthetic", "a seeded Bigram-Backcopy token stream (attention sinks at CPU scale) -> token shards", prepare_synthetic},
   };
   std::vector<std::string> names;
   for (const auto& s : steps) names.push_back(s.name);
@@ -29,7 +30,7 @@ int run_prepare_command(const std::vector<std::string>& args) {
   }
   for (const auto& s : steps)
     if (args[0] == s.name) return s.run(std::vector<std::string>(args.begin() + 1, args.end()));
-  fail("unknown step '", args[0], "'", did_you_mean(args[0], names), "; steps: corpus, shards, sentencepiece");
+  fail("unknown step '", args[0], "'", did_you_mean(args[0], names), "; steps: corpus, shards, sentencepiece, synthetic");
 }
 
 }  // namespace sinklm

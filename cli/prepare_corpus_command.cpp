@@ -23,14 +23,9 @@ std::string default_cache_dir() {
 }
 
 double parse_fraction(const Args& args, const std::string& name, double fallback) {
-  if (!args.has(name)) return fallback;
-  try {
-    size_t used = 0;
-    double v = std::stod(args.get(name), &used);
-    if (used == args.get(name).size() && v >= 0 && v < 1) return v;
-  } catch (const std::exception&) {
-  }
-  fail("--", name, " must be a number in [0, 1), got '", args.get(name), "'");
+  const double v = args.get_double(name, fallback);
+  if (!(v >= 0 && v < 1)) fail("--", name, " must be a number in [0, 1), got '", args.get(name), "'");
+  return v;
 }
 
 std::vector<const CorpusSource*> chosen_sources(const Args& args) {

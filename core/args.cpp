@@ -79,6 +79,18 @@ int64_t Args::get_int(const std::string& name, int64_t fallback) const {
   fail("sinklm ", command_, ": option --", name, " must be an integer, got '", text, "'");
 }
 
+double Args::get_double(const std::string& name, double fallback) const {
+  if (!has(name)) return fallback;
+  std::string text = get(name);
+  try {
+    size_t used = 0;
+    double v = std::stod(text, &used);
+    if (used == text.size()) return v;
+  } catch (...) {
+  }
+  fail("sinklm ", command_, ": option --", name, " must be a number, got '", text, "'");
+}
+
 std::vector<std::string> Args::get_all(const std::string& name) const {
   return has(name) ? values_.at(name) : std::vector<std::string>{};
 }

@@ -26,6 +26,7 @@ class Args {
   std::string get(const std::string& name, const std::string& fallback = "") const;
   std::string require(const std::string& name) const;  // UserError when missing
   int64_t get_int(const std::string& name, int64_t fallback) const;
+  double get_double(const std::string& name, double fallback) const;  // UserError naming the flag if not a number
   std::vector<std::string> get_all(const std::string& name) const;
   const std::vector<std::string>& positionals() const { return positionals_; }
 

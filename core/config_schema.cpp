@@ -72,6 +72,8 @@ std::vector<KeySpec> build_schema() {
       integer("train.eval_every", 100, 0, 1e12, "validation loss every N steps (0 = only at the end)"),
       integer("train.checkpoint_every", 500, 0, 1e12, "checkpoint every N steps (0 = only at the end)"),
       integer("train.keep_checkpoints", 3, 1, 1 << 20, "keep the newest K complete checkpoints"),
+      integer("train.sink_probe_every", 0, 0, 1e12,
+              "attention-sink probe every N steps on fixed validation sequences, to metrics.jsonl (0 = off)"),
       integer("train.log_every", 1, 1, 1e12, "progress line and metrics.jsonl record every N steps"),
       integer("train.threads", 0, 0, 1024, "CPU intra-op threads per rank (0 = cores / ranks on this node)"),
       choice("train.nan_policy", {"stop", "skip"}, "non-finite loss or gradient: stop, or skip the update"),

@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "model/autocast_guard.h"
 #include "model/checkpoint.h"
+#include "train/sink_probe.h"
 #include "train/training_checkpoint.h"
 
 namespace fs = std::filesystem;
@@ -79,6 +80,7 @@ Trainer::Trainer(Config config, std::string run_dir, bool resume, const Distribu
   // Targets are the next tokens; a target that is a sink id (positions 1..k-1) is never predicted.
   targets_per_sample_ = options_.seq_len - std::max<int64_t>(1, sink_prefix_length(model_config_));
   throughput_ = std::make_unique<ThroughputMeter>(model_config_, options_, device_, context.world_size());
+  sink_probe_ = SinkProbe::from_config(config_, model_config_, context.is_root());
 
   if (checkpoint) restore(*checkpoint);
   if (context.is_root()) {
@@ -275,6 +277,7 @@ TrainSummary Trainer::run() {
   summary.validation_loss = std::nan("");
   const bool tty = ::isatty(STDERR_FILENO);
   auto run_start = std::chrono::steady_clock::now();
+  if (sink_probe_ && first_step_ == 0) log(sink_probe_->measure(model_, 0));
   for (int64_t step = first_step_; step < options_.steps; ++step) {
     auto start = std::chrono::steady_clock::now();
     StepResult r = train_step(step);
@@ -284,6 +287,7 @@ TrainSummary Trainer::run() {
     summary.steps = done;
     summary.last_loss = r.loss;
     if (done % options_.log_every == 0 || last) report_progress(done, r, summary);
+    if (sink_probe_ && (sink_probe_->due(done) || last)) log(sink_probe_->measure(model_, done));
     if ((options_.eval_every > 0 && done % options_.eval_every == 0) || last) {
       summary.validation_loss = validation_loss();
       if (!std::isnan(summary.validation_loss)) {

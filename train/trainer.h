@@ -24,6 +24,8 @@
 
 namespace sinklm {
 
+class SinkProbe;
+
 struct TrainSummary {
   int64_t steps = 0;
   double last_loss = 0;
@@ -68,6 +70,7 @@ class Trainer {
   std::unique_ptr<GradientReduction> reduction_;
   FaultInjection faults_;
   std::unique_ptr<ThroughputMeter> throughput_;
+  std::unique_ptr<SinkProbe> sink_probe_;  // train.sink_probe_every; rank 0 only (train/sink_probe.h)
   std::unique_ptr<TokenLoader> loader_, validation_loader_;
   LoaderCursor validation_start_;
   int64_t first_step_ = 0;

@@ -1,0 +1,281 @@
+"""The attention-sink half of a scripts/compare report (markdown on stdout, PNGs beside report.md).
+
+usage: sink_report.py OUT_DIR SOURCE [SOURCE ...]
+  SOURCE = LABEL:DIR:VANILLA_RUN,SINK_RUN:WINDOW, DIR relative to OUT_DIR ("." for the text pair). In DIR, per
+  run NAME (written by scripts/compare): NAME/metrics.jsonl (train.sink_probe_every records), stream-NAME.json
+  (`sinklm stream --compare`), stream-NAME-full.json, nll-NAME.tsv.<S>+<R> and nll-NAME-full.tsv (per-token
+  NLL), analyze-NAME/heads.json (`sinklm analyze`, with the attention-map values).
+
+Sections: Table 3 on every source beside the paper's; sink onset (probe records vs step, one PNG per source);
+perplexity vs stream position (the paper's Figure 3: 0+W, sink+window and dense attention); attention maps
+with labelled axes and a colour bar; the probe's cost. Every figure says what it shows and how it was measured.
+"""
+import json
+import math
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+from compare_report import training_rows
+
+# StreamingLLM (Xiao et al., ICLR 2024), Table 3: 160M models pretrained on the Pile, first PG19 book,
+# cache 1024 (0+1024, 1+1023, 2+1022, 4+1020).
+PAPER_TABLE3 = {"Vanilla": [27.87, 18.49, 18.05, 18.05], "Zero Sink": [29214, 19.90, 18.27, 18.01],
+                "Learnable Sink": [1235, 18.01, 18.01, 18.02]}
+
+
+def load(path):
+    return json.load(open(path)) if os.path.exists(path) else None
+
+
+class Source:
+    def __init__(self, out, spec):
+        self.label, directory, runs, window = spec.split(":")
+        self.dir = os.path.normpath(os.path.join(out, directory))
+        self.runs = runs.split(",")
+        self.window = int(window)
+        self.out = out
+
+    def rel(self, path):
+        return os.path.relpath(path, self.out)
+
+    def metrics(self, run):
+        path = os.path.join(self.dir, run, "metrics.jsonl")
+        return [json.loads(line) for line in open(path)] if os.path.exists(path) else []
+
+    def trained_length(self):
+        """train.seq_len of the first run (its config.yaml), the length every model here was trained on."""
+        for line in open(os.path.join(self.dir, self.runs[0], "config.yaml")):
+            if line.strip().startswith("seq_len:"):
+                return int(line.split(":")[1].split("#")[0])
+        return self.window
+
+    def mode(self, run):
+        stream = load(os.path.join(self.dir, f"stream-{run}.json"))
+        return stream["sink_mode"] if stream else "?"
+
+
+def table3(sources):
+    print("Perplexity of the held-out stream through a cache of W entries: S+R keeps the first S stream positions "
+          "(for a sink-token model, position 0 is its sink token) and the R most recent tokens; 0+W is a plain "
+          "sliding window, so the sink is evicted once the stream is longer than W. `full` keeps everything "
+          "(dense attention far past the trained length). Measured with `sinklm stream --compare` and "
+          "`--cache full` on the same tokens.\n")
+    print("| source | model | W | 0+W | 1+(W-1) | 2+(W-2) | 4+(W-4) | 0+W ÷ 1+(W-1) | 0+W ÷ 4+(W-4) | full |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for s in sources:
+        for run in s.runs:
+            summary = load(os.path.join(s.dir, f"stream-{run}.json"))
+            full = load(os.path.join(s.dir, f"stream-{run}-full.json"))
+            if not summary:
+                continue
+            ppl = [r["ppl"] for r in summary["runs"]]
+            full_ppl = f"{full['runs'][0]['ppl']:.2f}" if full else "-"
+            print(f"| {s.label} | {run} ({summary['sink_mode']}) | {s.window} | " +
+                  " | ".join(f"{p:.2f}" for p in ppl) + f" | {ppl[0] / ppl[1]:.2f}x | {ppl[0] / ppl[3]:.2f}x | {full_ppl} |")
+    for model, values in PAPER_TABLE3.items():
+        print(f"| paper (PG19) | {model} 160M | 1024 | " + " | ".join(f"{v:g}" for v in values) +
+              f" | {values[0] / values[1]:.2f}x | {values[0] / values[3]:.2f}x | - |")
+    print()
+
+
+def sink_mass_table(sources):
+    print("Attention on the sink per layer (`sinklm analyze` on the held-out stream: mean over heads of the mass "
+          "that queries in the second half of each segment put on the sink token, for a sink-token model, or on "
+          "position 0, for vanilla), and Gu et al.'s Sink_1^0.3 from the last training-time probe (fraction of "
+          "heads whose mean attention on the first position exceeds 0.3, T = 64, validation sequences).\n")
+    print("| source | model | sink mass per layer (held-out) | Sink_1^0.3 (last probe) |")
+    print("|---|---|---|---|")
+    for s in sources:
+        for run in s.runs:
+            heads = load(os.path.join(s.dir, f"analyze-{run}", "heads.json"))
+            if not heads:
+                continue
+            masses = []
+            for layer in heads["layers"]:
+                values = [h.get("sink_token", h.get("implicit_sink", h["first_positions"][0])) for h in layer["heads"]]
+                masses.append(sum(values) / len(values))
+            probes = [r for r in s.metrics(run) if "sink_1" in r]
+            sink1 = f"{probes[-1]['sink_1']:.2f} (step {probes[-1]['step']})" if probes else "-"
+            print(f"| {s.label} | {run} ({heads['sink_mode']}) | " + " / ".join(f"{m:.3f}" for m in masses) +
+                  f" | {sink1} |")
+    print()
+
+
+def onset_plot(s, path):
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharex=True)
+    for i, run in enumerate(s.runs):
+        probes = [r for r in s.metrics(run) if "sink_mass" in r]
+        if not probes:
+            continue
+        steps = [r["step"] for r in probes]
+        for layer in range(len(probes[0]["sink_mass"])):
+            axes[0].plot(steps, [r["sink_mass"][layer] for r in probes], color=f"C{i}",
+                         linestyle=["-", "--", ":", "-."][layer % 4], label=f"{run} ({s.mode(run)}), layer {layer}")
+        axes[1].plot(steps, [r["sink_1"] for r in probes], color=f"C{i}", label=f"{run} ({s.mode(run)})")
+    axes[0].set_ylabel("mean attention on the sink\n(sink token; vanilla: position 0)")
+    axes[0].set_title("sink mass per layer, queries 32..63, 8 validation sequences")
+    axes[1].set_ylabel("Sink_1^0.3 (fraction of heads)")
+    axes[1].set_title("heads with mean attention on the first position > 0.3")
+    for ax in axes:
+        ax.set_xlabel("training step")
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"Sink onset during training, {s.label} source (train.sink_probe_every probe)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def read_nll(path):
+    if not os.path.exists(path):
+        return None
+    return [float(line.split("\t")[1]) for line in open(path) if not line.startswith("#")]
+
+
+def smoothed_ppl(nll, width):
+    points = []
+    for begin in range(0, len(nll) - width + 1, max(1, width // 4)):
+        chunk = nll[begin:begin + width]
+        points.append((begin + width, math.exp(sum(chunk) / len(chunk))))
+    return points
+
+
+def smoothing(s):
+    """Tokens per point of the perplexity-vs-position curves: the cache size, so the eviction step shows."""
+    return max(64, s.window)
+
+
+def figure3_plot(s, path, trained_length):
+    fig, axes = plt.subplots(1, len(s.runs), figsize=(5.5 * len(s.runs), 4), sharey=True)
+    for ax, run in zip(axes, s.runs):
+        sinks = "1" if s.mode(run) == "token" else "4"
+        curves = [(f"window 0+{s.window} (sink evicted)", f"nll-{run}.tsv.0+{s.window}", "C3"),
+                  (f"sink+window {sinks}+{s.window - int(sinks)}", f"nll-{run}.tsv.{sinks}+{s.window - int(sinks)}", "C2"),
+                  ("dense attention (full cache)", f"nll-{run}-full.tsv", "C0")]
+        for label, file, color in curves:
+            nll = read_nll(os.path.join(s.dir, file))
+            if nll:
+                ax.plot(*zip(*smoothed_ppl(nll, smoothing(s))), color=color, label=label)
+        ax.axvline(trained_length, color="grey", linestyle=":", label=f"trained length ({trained_length})")
+        ax.set_yscale("log")
+        ax.set_xlabel("stream position (tokens)")
+        ax.set_title(f"{run} ({s.mode(run)})")
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=8)
+    axes[0].set_ylabel(f"perplexity of the last {smoothing(s)} tokens")
+    fig.suptitle(f"Perplexity vs stream position, {s.label} source, cache {s.window} (like StreamingLLM Figure 3)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def attention_map_plot(s, run, path):
+    heads = load(os.path.join(s.dir, f"analyze-{run}", "heads.json"))
+    maps = [m for m in (heads or {}).get("maps", []) if "values" in m]
+    if not maps:
+        return False
+    fig, axes = plt.subplots(1, len(maps), figsize=(3.6 * len(maps), 3.4))
+    axes = axes if len(maps) > 1 else [axes]
+    sink_first = heads.get("sink_count", 0) > 0
+    for ax, m in zip(axes, maps):
+        values = [[math.nan if v is None else v for v in row] for row in m["values"]]
+        image = ax.imshow(values, cmap="viridis", vmin=0, vmax=1, interpolation="nearest")
+        ax.set_title(f"layer {m['layer']}")
+        ax.set_xlabel("key position" + (" (0 = sink token)" if sink_first else ""))
+        ax.set_ylabel("query position")
+        fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="attention probability")
+    fig.suptitle(f"{s.label} {run} ({heads['sink_mode']}): attention of the first {maps[0]['size']} positions, "
+                 f"mean over heads and {heads['segments']} held-out segments", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def probe_cost(sources):
+    print("Cost of the training-time probe: seconds spent in the probe over seconds spent in training steps "
+          "(from metrics.jsonl; rank 0 runs the probe).\n")
+    print("| source | model | probes | probe seconds | training-step seconds | cost |")
+    print("|---|---|---|---|---|---|")
+    for s in sources:
+        for run in s.runs:
+            records = s.metrics(run)
+            probes = [r for r in records if "sink_probe_s" in r]
+            losses = [r for r in records if "tokens_per_s" in r]
+            step_seconds, previous = 0.0, (0, 0.0)
+            for r in losses:
+                step_seconds += (r["tokens"] - previous[1]) / r["tokens_per_s"]
+                previous = (r["step"], r["tokens"])
+            probe_seconds = sum(r["sink_probe_s"] for r in probes)
+            if probes and step_seconds > 0:
+                print(f"| {s.label} | {run} | {len(probes)} | {probe_seconds:.2f} | {step_seconds:.1f} | "
+                      f"{100 * probe_seconds / step_seconds:.2f}% |")
+    print()
+
+
+def synthetic_section(s):
+    """The data and training of a source other than the text pair (its loss curves: loss-LABEL.png)."""
+    manifest = load(os.path.join(s.dir, "data", "manifest.json")) or {}
+    syn = manifest.get("synthetic")
+    print(f"## The {s.label} source\n")
+    if syn:
+        triggers = ", ".join(f"'{t['symbol']}' copies {t['copies']}" for t in syn["triggers"])
+        test = syn["splits"].get("test", {})
+        print(f"`sinklm prepare synthetic` (seed {syn['seed']}): {syn['task']}. {len(syn['symbols'])} ordinary "
+              f"symbols in a bigram chain ({syn['successors']} successors each, Zipf weights); after an ordinary symbol a "
+              f"trigger follows with probability {syn['trigger_rate']}: {triggers}. Copies are "
+              f"{100 * test.get('copy_fraction', 0):.1f}% of the held-out tokens; the generator's own loss on them is "
+              f"{test.get('oracle_nll', float('nan')):.3f} nats/token (perplexity "
+              f"{math.exp(test.get('oracle_nll', float('nan'))):.2f}), the floor any model can reach. Training samples "
+              f"are cut from the stream like text (no BOS), so a vanilla model's position 0 is an arbitrary symbol.\n")
+    training_rows([os.path.join(s.dir, run) for run in s.runs])
+    print(f"\n![loss curves, {s.label}](loss-{s.label}.png)\n")
+
+
+def main(argv):
+    if len(argv) < 3:
+        sys.exit(__doc__)
+    out = argv[1]
+    sources = [Source(out, spec) for spec in argv[2:]]
+    for s in sources:
+        if os.path.normpath(s.dir) != os.path.normpath(out):
+            synthetic_section(s)
+    print("## Attention sinks: Table 3 on both sources\n")
+    table3(sources)
+    sink_mass_table(sources)
+    print("## Sink onset during training\n")
+    for s in sources:
+        png = f"sink_onset-{s.label}.png"
+        onset_plot(s, os.path.join(out, png))
+        print(f"![sink onset, {s.label}]({png})\n")
+        print(f"*{s.label}: every `train.sink_probe_every` steps, on the same 8 validation sequences of 64 positions, "
+              "the mean attention of queries 32..63 on the sink (sink token; vanilla: position 0), per layer "
+              "(left), and Sink_1^0.3 (right).*\n")
+    probe_cost(sources)
+    print("## Perplexity vs stream position\n")
+    for s in sources:
+        png = f"stream_position-{s.label}.png"
+        figure3_plot(s, os.path.join(out, png), s.trained_length())
+        print(f"![perplexity vs position, {s.label}]({png})\n")
+        print(f"*{s.label}: perplexity of each successive {smoothing(s)}-token stretch of the held-out stream "
+              f"(log scale) through a {s.window}-entry sliding window (the sink evicted after {s.window} tokens), "
+              "the sink+window cache, and dense attention over the whole stream; `sinklm stream --nll-out`.*\n")
+    print("## Attention maps\n")
+    for s in sources:
+        for run in s.runs:
+            png = f"attention_maps-{s.label}-{run}.png"
+            if attention_map_plot(s, run, os.path.join(out, png)):
+                print(f"![attention maps, {s.label} {run}]({png})\n")
+    print("*Each panel: one layer's attention probabilities (rows: queries, columns: keys, causal, 0..1 colour "
+          "scale) over the first positions of held-out segments, averaged over heads and segments "
+          "(`sinklm analyze`, heads.json \"maps\").*\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv)
