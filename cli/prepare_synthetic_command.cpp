@@ -75,7 +75,7 @@ int prepare_synthetic(const std::vector<std::string>& argv) {
   uint64_t stream_seed = 0;
   for (const auto& [split, length] : lengths) {
     const SyntheticStream stream = source.generate(static_cast<uint64_t>(length), stream_seed++);
-    const std::string shard = shard_file_name(split, 0);
+    const std::string shard = shard_file_name(split, 0, 0);
     write_token_shard(writer.staging_path(shard), {&stream.ids}, kByteVocabulary, kEndOfText);
     if (split != Split::Train)
       write_file_durable(writer.staging_path(std::string(split_name(split)) + ".txt"),
