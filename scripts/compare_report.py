@@ -78,7 +78,7 @@ def zero_shot(out, names):
           "build-tasks` from held-out corpus documents. Accuracy in %, ± standard error; LAMBADA perplexity as is. "
           "Models this small score near chance (25% for 4 choices, 50% for 2).\n")
     print("| task | data | metric | n | " + " | ".join(results) + " |")
-    print("|---|---|---" + "|---" * len(results) + "|")
+    print("|---|---|---|---" + "|---" * len(results) + "|")
     for task, metric in keys:
         cells, n = [], "-"
         for r in results.values():
