@@ -338,8 +338,7 @@ class RelativeDecodeBatch : public PooledDecodeBatch {
 
 }  // namespace
 
-std::unique_ptr<PooledDecodeBatch> make_pooled_decode_batch(const std::vector<StreamCache*>& caches,
-                                                            const ModelConfig&) {
+std::unique_ptr<PooledDecodeBatch> make_pooled_decode_batch(const std::vector<StreamCache*>& caches) {
   return RelativeDecodeBatch::build(caches);
 }
 

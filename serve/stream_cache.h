@@ -98,8 +98,7 @@ class PooledDecodeBatch {
 };
 // Null unless every cache is pooled in the same page with the same rule and the batch is dense enough
 // (at least half of the slot run it spans decodes now; otherwise per-stream attention reads less).
-std::unique_ptr<PooledDecodeBatch> make_pooled_decode_batch(const std::vector<StreamCache*>& caches,
-                                                            const ModelConfig& model);
+std::unique_ptr<PooledDecodeBatch> make_pooled_decode_batch(const std::vector<StreamCache*>& caches);
 
 // `restore`: contents to start from; its entries are placed at the positions the policy holds after
 // restore->stream_length tokens (which may differ from where they were taken).
