@@ -6,7 +6,6 @@
 // only its K rows) and every stream's K and V once, so at the measured copy bandwidth B (bytes read +
 // written per second by a 256 MiB tensor copy) a step of K streams takes at least
 // (weight_bytes + K * kv_bytes_per_stream) / B, and K streams decode at most K / that tokens/s.
-#include <sys/resource.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -16,6 +15,7 @@
 
 #include "core/args.h"
 #include "core/error.h"
+#include "core/process_memory.h"
 #include "model/checkpoint.h"
 #include "serve/cached_decoder.h"
 #include "cli/commands.h"
@@ -45,12 +45,6 @@ double decode_weight_bytes(GPTNeoXForCausalLM& model) {
   for (const auto& p : model->named_parameters())
     if (p.key().find("embed_in") == std::string::npos) bytes += p.value().numel() * p.value().element_size();
   return bytes;
-}
-
-double peak_rss_mib() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_maxrss / 1024.0;
 }
 
 std::vector<int64_t> random_text(int64_t count, int64_t vocab) {

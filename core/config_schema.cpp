@@ -68,6 +68,11 @@ std::vector<KeySpec> build_schema() {
       choice("train.device", {"auto", "cpu", "cuda"}, "auto = the GPU of this rank's local rank if CUDA is there"),
       choice("train.precision", {"auto", "fp32", "bf16"}, "auto = bf16 autocast on CUDA, fp32 on CPU"),
       choice("train.zero", {"0", "1"}, "1 = ZeRO stage 1: optimizer state sharded across ranks"),
+      boolean("train.activation_checkpointing", false,
+              "keep only each layer's input for backward and recompute the layer (less memory, ~1/3 more compute)"),
+      choice("train.communicator", {"auto", "mpi", "nccl"},
+             "tensor collectives: auto = NCCL for CUDA tensors of several ranks, else MPI; nccl = NCCL even for one "
+             "rank (a one-GPU check of the NCCL path)"),
       integer("train.bucket_mb", 25, 1, 1 << 16, "gradient all-reduce bucket size (MiB)"),
       integer("train.eval_every", 100, 0, 1e12, "validation loss every N steps (0 = only at the end)"),
       integer("train.checkpoint_every", 500, 0, 1e12, "checkpoint every N steps (0 = only at the end)"),

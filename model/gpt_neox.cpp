@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "model/activation_checkpoint.h"
 
 namespace sinklm {
 namespace {
@@ -81,15 +82,28 @@ GPTNeoXForCausalLMImpl::GPTNeoXForCausalLMImpl(const ModelConfig& c)
 torch::Tensor GPTNeoXForCausalLMImpl::hidden_states(const torch::Tensor& input_ids, const torch::Tensor& positions) {
   auto pos = positions.defined() ? positions
                                  : torch::arange(input_ids.size(1), torch::TensorOptions().dtype(torch::kInt64).device(input_ids.device()));
-  CausalAttention backend(rotary_, pos, config_.attention);
-  return hidden_states(input_ids, backend);
+  if (!activation_checkpointing_ || !torch::GradMode::is_enabled()) {
+    CausalAttention backend(rotary_, pos, config_.attention);
+    return hidden_states(input_ids, backend);
+  }
+  // Each layer runs again inside backward: the backend it attends with must outlive this call.
+  auto backend = std::make_shared<CausalAttention>(rotary_, pos, config_.attention);
+  return run_layers(input_ids, [&](int64_t index, const torch::Tensor& x) {
+    auto layer = gpt_neox->layers->ptr<GPTNeoXLayerImpl>(index);
+    return recompute_in_backward([layer, backend, index](const torch::Tensor& h) { return layer->forward(h, *backend, index); }, x);
+  });
 }
 
 torch::Tensor GPTNeoXForCausalLMImpl::hidden_states(const torch::Tensor& input_ids, AttentionBackend& backend) {
+  return run_layers(input_ids, [&](int64_t index, const torch::Tensor& x) {
+    return gpt_neox->layers->ptr<GPTNeoXLayerImpl>(index)->forward(x, backend, index);
+  });
+}
+
+torch::Tensor GPTNeoXForCausalLMImpl::run_layers(const torch::Tensor& input_ids, const LayerStep& layer_step) {
   SINKLM_ASSERT(input_ids.dim() == 2, "input_ids must be [B, T]");
   auto x = gpt_neox->embed_in(input_ids);  // [B, T, C]
-  int64_t index = 0;
-  for (const auto& layer : *gpt_neox->layers) x = layer->as<GPTNeoXLayer>()->forward(x, backend, index++);
+  for (int64_t index = 0; index < static_cast<int64_t>(gpt_neox->layers->size()); ++index) x = layer_step(index, x);
   return gpt_neox->final_layer_norm(x);
 }
 

@@ -6,6 +6,8 @@
 // records probabilities, many streams against their KV caches) is an AttentionBackend
 // (model/attention_backend.h); nothing outside model/ reaches into a layer's submodules.
 #pragma once
+#include <functional>
+
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/embedding.h>
@@ -85,12 +87,20 @@ class GPTNeoXForCausalLMImpl : public torch::nn::Module {
 
   const ModelConfig& config() const { return config_; }
   const RotaryEmbedding& rotary() const { return rotary_; }
+  // train.activation_checkpointing: the causal forward keeps only each layer's input for backward and
+  // recomputes the layer there (model/activation_checkpoint.h). Off outside grad mode anyway.
+  void set_activation_checkpointing(bool on) { activation_checkpointing_ = on; }
   GPTNeoXModel gpt_neox{nullptr};
   torch::nn::Linear embed_out{nullptr};  // [V, C], untied from embed_in
 
  private:
+  // Embedding, then layer_step(index, x) for each layer in order, then the final LayerNorm.
+  using LayerStep = std::function<torch::Tensor(int64_t index, const torch::Tensor& x)>;
+  torch::Tensor run_layers(const torch::Tensor& input_ids, const LayerStep& layer_step);
+
   ModelConfig config_;
   RotaryEmbedding rotary_;
+  bool activation_checkpointing_ = false;
 };
 TORCH_MODULE(GPTNeoXForCausalLM);
 

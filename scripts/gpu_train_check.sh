@@ -1,22 +1,147 @@
 #!/usr/bin/env bash
-# One prepared GPU check (for a lent GPU machine or any CUDA node), run from the repository root after a
-# CUDA-capable build: the gpu-labelled tests, then Pythia-160M with one learnable sink token trained with
-# bf16 autocast for a few hundred steps on one GPU; prints tokens/s and MFU from metrics.jsonl.
-# usage: scripts/gpu_train_check.sh SHARD_DIR [STEPS] [OUT_DIR]
-set -euo pipefail
-shards=${1:?usage: scripts/gpu_train_check.sh SHARD_DIR [STEPS] [OUT_DIR]}
-steps=${2:-300}
-out=${3:-runs/gpu-check}
-sinklm=build/sinklm
-(cd build && ctest -L gpu --output-on-failure)
-rm -rf "$out"
-"$sinklm" train --config configs/pythia-160m-sink.yaml --out "$out" --set data.shards="$shards" \
-  --set train.steps="$steps" --set train.global_batch_tokens=262144 --set train.micro_batch=16 \
-  --set train.eval_every=0 --set train.checkpoint_every=0 --set train.log_every=10 --set train.zero=0
-"${PYTHON:-python3}" - "$out/metrics.jsonl" <<'PY'
-import json, statistics, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if '"tokens_per_s"' in l]
-steady = rows[len(rows) // 4:]
-print(f"pythia-160m-sink bf16, 1 GPU: median {statistics.median(r['tokens_per_s'] for r in steady):,.0f} tokens/s, "
-      f"MFU {100 * statistics.median(r['mfu'] for r in steady):.1f}% over steps {steady[0]['step']}-{steady[-1]['step']}")
-PY
+# The one prepared GPU check: run on a CUDA machine (a lent GPU, a fresh cluster node) from the repository
+# root. Every stage is time-bounded and recorded; a failing stage does not stop the others. Output: one JSON
+# summary (OUT/summary.json) and every stage's log (OUT/logs/, also packed as OUT/logs.tar.gz).
+#
+# Stages: info (GPU, driver, torch) -> gpu tests (`ctest -L gpu`, or the bundled gtest binary) -> synthetic
+# shards -> tiny-sink training on CPU vs CUDA (fp32; same losses) -> the NCCL communicator with a world of
+# one (replicated and ZeRO-1; losses equal the MPI run bit for bit) -> 2 processes on one GPU (NCCL refuses
+# two ranks on one device; sinklm must say so clearly: the summary checks the message) -> Pythia-160M-sink
+# bf16 tokens/s, MFU and peak
+# memory -> CUDA streaming: perplexity equals the CPU's, decode tokens/s for 1 and 16 streams -> one
+# completion from `sinklm serve --device cuda`.
+#
+# usage: scripts/gpu_train_check.sh [--bundle sinklm-gpu.tar.gz] [--out DIR] [--steps N] [--micro-batch N]
+#   --bundle  a tarball from scripts/gpu_bundle.sh (a machine without sinklm's libraries); default: build/
+# GPU_CHECK_DEVICE=cpu runs the same stages on the CPU: a dry run of this script's plumbing.
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bundle="" out="$root/runs/gpu-check" steps=30 micro=16
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bundle) bundle="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    --steps) steps="$2"; shift 2 ;;
+    --micro-batch) micro="$2"; shift 2 ;;
+    *) echo "gpu_train_check: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
+  esac
+done
+PY="${PYTHON:-python3}"
+dev="${GPU_CHECK_DEVICE:-cuda}"
+mkdir -p "$out/logs"
+out="$(cd "$out" && pwd)"
+logs="$out/logs"
+work="$(mktemp -d)"
+stages="$out/stages.tsv"
+: >"$stages"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+
+# stage NAME TIMEOUT_S COMMAND...: runs it, logs to logs/NAME.log, records status and seconds.
+stage() {
+  local name="$1" limit="$2"; shift 2
+  local t0=$SECONDS
+  echo "[gpu-check] $name ..." >&2
+  timeout --kill-after=10 "$limit" "$@" >"$logs/$name.log" 2>&1
+  local rc=$?
+  printf '%s\t%s\t%s\n' "$name" "$rc" "$((SECONDS - t0))" >>"$stages"
+  echo "[gpu-check] $name: exit $rc in $((SECONDS - t0)) s" >&2
+  [ "$rc" = 0 ] || tail -n 15 "$logs/$name.log" >&2
+  return "$rc"
+}
+
+if [ -n "$bundle" ]; then
+  tar -C "$work" -xzf "$bundle" || { echo "gpu_train_check: cannot unpack $bundle" >&2; exit 2; }
+  export SINKLM_BUNDLE="$work/sinklm-gpu"
+  SINKLM_TORCH_LIBS="$("$PY" - <<'PYLIBS'
+import glob, os, torch
+site = os.path.dirname(os.path.dirname(torch.__file__))
+dirs = [os.path.join(os.path.dirname(torch.__file__), "lib")]
+dirs += sorted(d for d in glob.glob(os.path.join(site, "nvidia", "**", "lib"), recursive=True) if os.path.isdir(d))
+print(":".join(dirs))
+PYLIBS
+)"
+  export SINKLM_TORCH_LIBS
+  # shellcheck disable=SC1091
+  source "$SINKLM_BUNDLE/env.sh"
+  sinklm="$SINKLM_BUNDLE/bin/sinklm"
+  gpu_tests=(bash -c 'rc=0; for t in "$0"/test_*_gpu; do "$t" --gtest_output="json:$1/$(basename "$t").json" || rc=1; done; exit $rc'
+             "$SINKLM_BUNDLE/bin" "$logs")
+  mpi_env=(-x LD_LIBRARY_PATH -x OPAL_PREFIX -x OPAL_PKGLIBDIR -x OPAL_LIBDIR -x OPAL_PKGDATADIR -x OPAL_SYSCONFDIR -x OPAL_BINDIR
+           -x PMIX_MCA_mca_base_component_path -x PMIX_MCA_pcompress_base_silence_warning)
+  mpirun=(orterun)
+else
+  sinklm="$root/build/sinklm"
+  gpu_tests=(ctest --test-dir "$root/build" -L gpu --output-on-failure -V)
+  mpi_env=()
+  mpirun=(mpirun)
+fi
+
+stage info 60 bash -c "nvidia-smi; '$PY' -c 'import torch; print(\"torch\", torch.__version__, torch.version.cuda, torch.cuda.get_device_name(0))'; ldd '$sinklm' | grep -i 'not found'; '$sinklm' --help | head -3"
+stage gpu_tests 240 "${gpu_tests[@]}"
+stage shards 120 "$sinklm" prepare synthetic --out "$work/shards" --train-tokens 3000000
+
+# tiny-sink: a few steps from the same initialisation on each path; the losses are compared in the summary.
+tiny=(train --config "$root/configs/tiny-sink.yaml" --set data.shards="$work/shards" --set train.steps=8
+      --set train.log_every=1 --set train.eval_every=0 --set train.checkpoint_every=0 --set train.seq_len=128
+      --set train.global_batch_tokens=4096 --set train.micro_batch=16 --set data.seed=1)
+stage tiny_cpu 240 "$sinklm" "${tiny[@]}" --out "$work/tiny_cpu" --set train.device=cpu --set train.threads=8
+stage tiny_cuda_fp32 120 "$sinklm" "${tiny[@]}" --out "$work/tiny_cuda_fp32" --set train.device=$dev --set train.precision=fp32
+stage tiny_cuda_nccl1 120 "$sinklm" "${tiny[@]}" --out "$work/tiny_cuda_nccl1" --set train.device=$dev --set train.precision=fp32 --set train.communicator=nccl --set train.zero=0
+stage tiny_cuda_nccl1_zero 120 "$sinklm" "${tiny[@]}" --out "$work/tiny_cuda_nccl1_zero" --set train.device=$dev --set train.precision=fp32 --set train.communicator=nccl --set train.zero=1
+stage tiny_cuda_2proc 90 "${mpirun[@]}" -np 2 "${mpi_env[@]}" "$sinklm" "${tiny[@]}" --out "$work/tiny_cuda_2proc" --set train.device=$dev --set train.precision=fp32 --set train.collective_timeout_s=30
+stage tiny_cuda_bf16 120 "$sinklm" "${tiny[@]}" --out "$work/tiny_cuda_bf16" --set train.device=$dev --set train.precision=bf16
+for run in tiny_cpu tiny_cuda_fp32 tiny_cuda_nccl1 tiny_cuda_nccl1_zero tiny_cuda_2proc tiny_cuda_bf16; do
+  [ -f "$work/$run/metrics.jsonl" ] && cp "$work/$run/metrics.jsonl" "$logs/$run.metrics.jsonl"
+done
+
+# Pythia-160M with one sink token, bf16 autocast, seq 2048, one GPU.
+stage pythia160m_bf16 300 "$sinklm" train --config "$root/configs/pythia-160m-sink.yaml" --out "$work/pythia" \
+  --set data.shards="$work/shards" --set train.steps="$steps" --set train.micro_batch="$micro" \
+  --set train.global_batch_tokens=$((micro * 2048 * 4)) --set train.eval_every=0 --set train.checkpoint_every=0 \
+  --set train.log_every=5 --set data.validation_batches=0 --set train.zero=0 --set train.device=$dev
+[ -f "$work/pythia/metrics.jsonl" ] && cp "$work/pythia/metrics.jsonl" "$logs/pythia160m_bf16.metrics.jsonl"
+# The same with activation checkpointing: the log's memory lines show what it saves, metrics what it costs.
+stage pythia160m_bf16_checkpointing 200 "$sinklm" train --config "$root/configs/pythia-160m-sink.yaml" --out "$work/pythia_ac" \
+  --set data.shards="$work/shards" --set train.steps=10 --set train.micro_batch="$micro" \
+  --set train.global_batch_tokens=$((micro * 2048 * 4)) --set train.eval_every=0 --set train.checkpoint_every=0 \
+  --set train.log_every=5 --set data.validation_batches=0 --set train.zero=0 --set train.device=$dev \
+  --set train.activation_checkpointing=true
+[ -f "$work/pythia_ac/metrics.jsonl" ] && cp "$work/pythia_ac/metrics.jsonl" "$logs/pythia160m_bf16_checkpointing.metrics.jsonl"
+
+# Streaming on CUDA: the same perplexity as the CPU, then decode speed.
+stage init_ckpt 120 "$sinklm" init --config "$root/configs/pythia-160m-sink.yaml" --out "$work/ckpt"
+head -c 40000 "$root/README.md" >"$work/text.txt"
+stream=(stream --checkpoint "$work/ckpt" --text "$work/text.txt" --max-tokens 3000 --window 256 --segment 1000)
+stage stream_cpu 240 "$sinklm" "${stream[@]}" --device cpu --threads 8 --json "$logs/stream_cpu.json"
+stage stream_cuda 120 "$sinklm" "${stream[@]}" --device $dev --json "$logs/stream_cuda.json"
+for k in 1 16; do
+  stage "decode_cuda_$k" 120 bash -c "'$sinklm' bench-decode --checkpoint '$work/ckpt' --device $dev --window 1024 --streams $k --decode 64 >'$logs/decode_cuda_$k.json'"
+done
+
+serve_check() {
+  "$sinklm" serve --checkpoint "$work/ckpt" --device $dev --port 0 --session-dir "$work/sessions" >"$work/serve.out" 2>"$logs/serve_stderr.log" &
+  local pid=$! port=""
+  for _ in $(seq 1 120); do
+    kill -0 "$pid" 2>/dev/null || return 1
+    port=$(sed -n 's|.*listening on http://[^:]*:\([0-9]*\).*|\1|p' "$work/serve.out") && [ -n "$port" ] && break
+    sleep 0.5
+  done
+  "$PY" - "$port" <<'PYREQ'
+import json, sys, urllib.request
+req = urllib.request.Request(f"http://127.0.0.1:{sys.argv[1]}/v1/completions", method="POST",
+    data=json.dumps({"prompt": "Attention sinks", "max_tokens": 16, "logprobs": 2, "temperature": 0}).encode(),
+    headers={"Content-Type": "application/json"})
+body = json.load(urllib.request.urlopen(req, timeout=60))
+print(json.dumps(body)[:2000])
+assert len(body["choices"][0]["logprobs"]["token_logprobs"]) == 16
+PYREQ
+  local rc=$?
+  kill "$pid"; wait "$pid"
+  return $rc
+}
+stage serve_cuda 120 bash -c "$(declare -f serve_check); sinklm='$sinklm' work='$work' logs='$logs' PY='$PY' dev='$dev'; serve_check"
+
+"$PY" "$root/scripts/gpu_check_summary.py" "$out" >"$out/summary.json"
+tar -C "$out" -czf "$out/logs.tar.gz" logs
+cat "$out/summary.json"
+rm -rf "$work"

@@ -13,9 +13,9 @@ namespace {
 class PackedStreamAttention : public AttentionBackend {
  public:
   PackedStreamAttention(const std::vector<StreamChunk>& chunks, const std::vector<int64_t>& offsets,
-                        const std::vector<StreamCache*>& caches, bool batched)
+                        const std::vector<StreamCache*>& caches, bool batched, torch::Device device)
       : chunks_(chunks), offsets_(offsets), caches_(caches), alone_(chunks.size(), true) {
-    if (batched) group_decode_tokens();
+    if (batched) group_decode_tokens(device);
   }
 
   int64_t batched_tokens() const {
@@ -48,7 +48,7 @@ class PackedStreamAttention : public AttentionBackend {
   };
 
   // Decode tokens of pooled caches, grouped by (pool page, position rule); the batch factory decides.
-  void group_decode_tokens() {
+  void group_decode_tokens(torch::Device device) {
     std::map<std::tuple<const KvPool*, int64_t, PositionRule>, std::vector<size_t>> candidates;
     for (size_t i = 0; i < chunks_.size(); ++i) {
       const auto [pool, page] = caches_[i]->pool_page();
@@ -64,7 +64,7 @@ class PackedStreamAttention : public AttentionBackend {
       auto batch = make_pooled_decode_batch(caches);
       if (!batch) continue;
       for (size_t i : members) alone_[i] = false;
-      groups_.push_back({std::move(batch), torch::tensor(columns, torch::kInt64)});
+      groups_.push_back({std::move(batch), torch::tensor(columns, torch::kInt64).to(device)});
     }
   }
 
@@ -163,7 +163,7 @@ std::vector<torch::Tensor> CachedDecoder::cached_step(const std::vector<StreamCh
     caches.push_back(chunk.stream->cache_.get());
   }
   if (batched_decode_) pool_decoding_caches(chunks);
-  PackedStreamAttention backend(chunks, offsets, caches, batched_decode_);
+  PackedStreamAttention backend(chunks, offsets, caches, batched_decode_, device());
   batched_decode_tokens_ += backend.batched_tokens();
   auto input = torch::tensor(ids, torch::kInt64).to(device()).unsqueeze(0);  // [1, N]
   auto x = model_->hidden_states(input, backend)[0];                          // [N, C]

@@ -7,6 +7,7 @@
 #include <torch/types.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "train/distributed_context.h"
@@ -41,7 +42,8 @@ class Communicator {
   double timeout_s_;
 };
 
+// `choice` is train.communicator: auto | mpi | nccl (the schema has checked it).
 std::unique_ptr<Communicator> make_communicator(const DistributedContext& context, torch::Device device,
-                                                double timeout_s);
+                                                double timeout_s, const std::string& choice);
 
 }  // namespace sinklm

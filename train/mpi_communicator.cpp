@@ -61,9 +61,15 @@ class MpiCommunicator : public Communicator {
 }  // namespace
 
 std::unique_ptr<Communicator> make_communicator(const DistributedContext& context, torch::Device device,
-                                                double timeout_s) {
-  // A world of one never moves a tensor (its host collectives are no-ops), so it needs no NCCL communicator.
-  if (device.is_cuda() && context.world_size() > 1) return make_nccl_communicator(context, device, timeout_s);
+                                                double timeout_s, const std::string& choice) {
+  if (choice == "nccl" && !device.is_cuda())
+    fail("train.communicator = nccl needs CUDA tensors, but this rank trains on ", device.str(),
+         "; use train.communicator = auto or mpi on CPUs");
+  if (choice == "mpi" && device.is_cuda() && context.world_size() > 1)
+    fail("train.communicator = mpi cannot reduce CUDA tensors across ranks; use auto or nccl on GPUs");
+  // A world of one never moves a tensor (its host collectives are no-ops), so auto needs no NCCL there.
+  const bool nccl = choice == "nccl" || (choice == "auto" && device.is_cuda() && context.world_size() > 1);
+  if (nccl) return make_nccl_communicator(context, device, timeout_s);
   return std::make_unique<MpiCommunicator>(context, timeout_s);
 }
 

@@ -39,11 +39,16 @@ class NcclCommunicator : public Communicator {
     SINKLM_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
   }
 
+  // Reverse order of creation, and only once the stream is idle: the communicator may still have kernels
+  // queued on stream_ (a job ending right after a collective), and NCCL frees its buffers in destroy.
+  // Errors are ignored: a destructor runs during unwinding too, and the process is ending anyway.
   ~NcclCommunicator() override {
-    cudaEventDestroy(ready_);
-    cudaEventDestroy(done_);
-    cudaStreamDestroy(stream_);
+    c10::cuda::CUDAGuard guard(device_);
+    cudaStreamSynchronize(stream_);
     ncclCommDestroy(comm_);
+    cudaEventDestroy(done_);
+    cudaEventDestroy(ready_);
+    cudaStreamDestroy(stream_);
   }
 
   void start_allreduce_sum(const torch::Tensor& buffer) override {

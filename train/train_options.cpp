@@ -31,6 +31,8 @@ TrainOptions TrainOptions::from(const Config& c, int world_size) {
   o.device = c.get_string("train.device");
   o.precision = c.get_string("train.precision");
   o.zero = c.get_string("train.zero") == "1";
+  o.activation_checkpointing = c.get_bool("train.activation_checkpointing");
+  o.communicator = c.get_string("train.communicator");
   o.bucket_bytes = c.get_int("train.bucket_mb") << 20;
   o.eval_every = c.get_int("train.eval_every");
   o.checkpoint_every = c.get_int("train.checkpoint_every");

@@ -23,6 +23,8 @@ struct TrainOptions {
   std::string device;     // auto | cpu | cuda
   std::string precision;  // auto | fp32 | bf16
   bool zero = false;
+  bool activation_checkpointing = false;
+  std::string communicator;  // auto | mpi | nccl
   int64_t bucket_bytes = 0;
   int64_t eval_every = 0, checkpoint_every = 0, keep_checkpoints = 0, log_every = 0;
   int threads = 0;

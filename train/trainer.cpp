@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/torch.h>
 
 #include <chrono>
@@ -15,6 +16,7 @@
 #include "core/error.h"
 #include "model/autocast_guard.h"
 #include "model/checkpoint.h"
+#include "train/memory_report.h"
 #include "train/sink_probe.h"
 #include "train/training_checkpoint.h"
 
@@ -30,7 +32,14 @@ torch::Device pick_device(const TrainOptions& o, const DistributedContext& conte
   if (o.device == "cuda" && !cuda) fail("train.device is cuda but no CUDA device is visible");
   if (o.device == "cpu" || !cuda) return torch::kCPU;
   const int count = static_cast<int>(torch::cuda::device_count());
-  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(context.local_rank() % count));
+  if (context.local_size() > count)
+    fail(context.local_size(), " ranks on this node share ", count, " GPU(s), but NCCL needs one GPU per rank; start at most ",
+         count, " ranks per node (mpirun -np / --map-by ppr:", count, ":node), or set train.device=cpu");
+  const torch::Device device(torch::kCUDA, static_cast<c10::DeviceIndex>(context.local_rank() % count));
+  // cudaSetDevice before anything touches CUDA: otherwise every rank's stray "current device" work (library
+  // handles, synchronize()) lands on GPU 0 and costs a context there per rank.
+  c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->setDevice(device);
+  return device;
 }
 
 // The model.* keys must match between a resumed run's config and its checkpoint.
@@ -71,9 +80,10 @@ Trainer::Trainer(Config config, std::string run_dir, bool resume, const Distribu
     load_model_tensors(*checkpoint, model_);
   }
   model_->to(device_);
+  model_->set_activation_checkpointing(options_.activation_checkpointing);
   flat_ = std::make_unique<FlatParameters>(*model_, context.world_size());
   for (const auto& slot : flat_->slots()) flat_numel_ += slot.numel;
-  communicator_ = make_communicator(context, device_, options_.collective_timeout_s);
+  communicator_ = make_communicator(context, device_, options_.collective_timeout_s, options_.communicator);
   reduction_ = make_gradient_reduction(*flat_, *communicator_, options_.zero, options_.bucket_bytes, options_.adamw);
 
   open_loaders(context);
@@ -90,6 +100,10 @@ Trainer::Trainer(Config config, std::string run_dir, bool resume, const Distribu
               << " x " << options_.seq_len << " tokens per step (" << options_.accumulation << " micro-steps of "
               << options_.micro_batch << " per rank), " << (reduction_->sharded() ? "ZeRO-1 sharded" : "replicated")
               << " optimizer" << (checkpoint ? ", resumed from " + *checkpoint : std::string()) << "\n";
+    const int64_t optimizer_numel = reduction_->sharded() ? flat_->padded_numel() / context.world_size() : flat_->padded_numel();
+    std::cerr << "sinklm train: memory per rank: "
+              << describe(plan_memory(model_config_, options_, flat_->padded_numel(), optimizer_numel, bf16_), options_)
+              << "\n";
   }
 }
 
@@ -200,7 +214,11 @@ Trainer::StepResult Trainer::train_step(int64_t step) {
 // This rank's share of a global batch as [rows, seq_len] int64 on the training device.
 torch::Tensor Trainer::batch_tensor(std::vector<uint32_t>& batch) const {
   const int64_t rows = static_cast<int64_t>(batch.size()) / options_.seq_len;
-  return torch::from_blob(batch.data(), {rows, options_.seq_len}, torch::kInt32).to(torch::kInt64).to(device_);
+  auto ids = torch::from_blob(batch.data(), {rows, options_.seq_len}, torch::kInt32).to(torch::kInt64);
+  if (!device_.is_cuda()) return ids;
+  // Pinned staging: the copy is a DMA queued on the compute stream (the caching host allocator keeps the
+  // pinned block until it completes), not a synchronous pageable copy.
+  return ids.pin_memory().to(device_, /*non_blocking=*/true);
 }
 
 double Trainer::validation_loss() {
@@ -281,6 +299,8 @@ TrainSummary Trainer::run() {
   for (int64_t step = first_step_; step < options_.steps; ++step) {
     auto start = std::chrono::steady_clock::now();
     StepResult r = train_step(step);
+    if (step == first_step_ && communicator_->is_root())
+      std::cerr << "sinklm train: memory measured after the first step: " << measured_peak_memory(device_) << "\n";
     throughput_->add_step(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     const int64_t done = step + 1;
     const bool last = done == options_.steps;

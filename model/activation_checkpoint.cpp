@@ -1,0 +1,63 @@
+#include "model/activation_checkpoint.h"
+
+#include <ATen/autocast_mode.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/functions/utils.h>
+#include <torch/torch.h>
+
+#include "model/autocast_guard.h"
+
+namespace sinklm {
+namespace {
+
+// The backward node of one checkpointed block: holds the block's input (detached) and the autocast state
+// of its forward, recomputes the block with grad on and runs backward through the recomputed graph.
+class RecomputeBlock : public torch::autograd::Node {
+ public:
+  RecomputeBlock(Block block, torch::Tensor input)
+      : block_(std::move(block)),
+        input_(std::move(input)),
+        autocast_(at::autocast::is_autocast_enabled(at::kCUDA)),
+        autocast_dtype_(at::autocast::get_autocast_dtype(at::kCUDA)) {}
+
+  torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override {
+    torch::Tensor input = input_.detach().requires_grad_(input_.requires_grad());
+    torch::Tensor output;
+    {
+      torch::AutoGradMode grad_on(true);
+      std::optional<AutocastGuard> autocast;  // same precision as the forward: same values
+      if (autocast_) autocast.emplace(input.device(), autocast_dtype_);
+      output = block_(input);
+    }
+    // Reentrant backward: accumulates the block's parameter gradients and input.grad.
+    torch::autograd::backward({output}, {grads[0]});
+    input_ = torch::Tensor();  // one backward per forward; free the input now
+    return {input.requires_grad() ? input.grad() : torch::Tensor()};
+  }
+
+  void release_variables() override { input_ = torch::Tensor(); }
+
+ private:
+  Block block_;
+  torch::Tensor input_;
+  bool autocast_;
+  at::ScalarType autocast_dtype_;
+};
+
+}  // namespace
+
+torch::Tensor recompute_in_backward(Block block, const torch::Tensor& x) {
+  if (!torch::GradMode::is_enabled()) return block(x);
+  torch::Tensor output;
+  {
+    torch::NoGradGuard no_grad;  // nothing inside the block is kept for backward
+    output = block(x);
+  }
+  auto node = std::shared_ptr<RecomputeBlock>(new RecomputeBlock(std::move(block), x.detach().requires_grad_(x.requires_grad())),
+                                               torch::autograd::deleteNode);
+  node->set_next_edges(torch::autograd::collect_next_edges(x));
+  torch::autograd::set_history(output, node);
+  return output;
+}
+
+}  // namespace sinklm

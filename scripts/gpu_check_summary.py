@@ -1,0 +1,97 @@
+"""One JSON summary of a scripts/gpu_train_check.sh run: every stage's exit status and time, and the figures
+and comparisons read from the stages' logs. usage: gpu_check_summary.py OUT_DIR (prints the JSON)."""
+import json
+import os
+import statistics
+import sys
+
+out = sys.argv[1]
+logs = os.path.join(out, "logs")
+
+
+def load_json(name):
+    try:
+        with open(os.path.join(logs, name)) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def metrics(run):
+    try:
+        with open(os.path.join(logs, run + ".metrics.jsonl")) as f:
+            return [json.loads(line) for line in f if '"loss"' in line and '"tokens_per_s"' in line]
+    except OSError:
+        return []
+
+
+def losses(run):
+    return [r["loss"] for r in metrics(run)]
+
+
+def max_abs_difference(a, b):
+    if not a or len(a) != len(b):
+        return None
+    return max(abs(x - y) for x, y in zip(a, b))
+
+
+stages = {}
+with open(os.path.join(out, "stages.tsv")) as f:
+    for line in f:
+        name, rc, seconds = line.rstrip("\n").split("\t")
+        stages[name] = {"exit": int(rc), "seconds": int(seconds), "ok": rc == "0"}
+
+summary = {"stages": stages}
+info = open(os.path.join(logs, "info.log")).read() if os.path.exists(os.path.join(logs, "info.log")) else ""
+summary["torch"] = next((l for l in info.splitlines() if l.startswith("torch ")), None)
+
+summary["gpu_tests"] = {}
+for name in sorted(os.listdir(logs)):
+    gtest = load_json(name) if name.startswith("test_") and name.endswith("_gpu.json") else None
+    for suite in gtest["testsuites"] if gtest else []:
+        for t in suite["testsuite"]:
+            summary["gpu_tests"][suite["name"] + "." + t["name"]] = "FAILED" if t.get("failures") else t.get("result", "?")
+
+# Training paths, same initialisation and data: CPU vs CUDA (fp32: float reassociation only), the NCCL
+# communicator vs the world-of-one default (identical arithmetic: must be bit-equal), bf16 (close).
+reference = losses("tiny_cuda_fp32")
+summary["tiny_losses"] = {run: losses(run) for run in
+                          ["tiny_cpu", "tiny_cuda_fp32", "tiny_cuda_nccl1", "tiny_cuda_nccl1_zero", "tiny_cuda_2proc",
+                           "tiny_cuda_bf16"]}
+summary["tiny_max_loss_difference_vs_cuda_fp32"] = {
+    run: max_abs_difference(losses(run), reference)
+    for run in ["tiny_cpu", "tiny_cuda_nccl1", "tiny_cuda_nccl1_zero", "tiny_cuda_2proc", "tiny_cuda_bf16"]}
+
+def training_figures(run):
+    rows = metrics(run)
+    steady = rows[len(rows) // 3:]
+    if not steady:
+        return None
+    log = os.path.join(logs, run + ".log")
+    return {
+        "median_tokens_per_s": statistics.median(r["tokens_per_s"] for r in steady),
+        "median_mfu": statistics.median(r["mfu"] for r in steady),
+        "steps": [steady[0]["step"], steady[-1]["step"]],
+        "losses": [r["loss"] for r in rows],
+        "memory": [l.strip() for l in open(log) if "memory" in l] if os.path.exists(log) else [],
+    }
+
+
+summary["pythia160m_sink_bf16"] = training_figures("pythia160m_bf16")
+summary["pythia160m_sink_bf16_checkpointing"] = training_figures("pythia160m_bf16_checkpointing")
+
+cpu, cuda = load_json("stream_cpu.json"), load_json("stream_cuda.json")
+if cpu and cuda:
+    a, b = cpu["runs"][0], cuda["runs"][0]
+    summary["stream_ppl"] = {"cpu": a.get("ppl"), "cuda": b.get("ppl")}
+    if a.get("ppl") and b.get("ppl"):
+        summary["stream_ppl"]["relative_difference"] = abs(a["ppl"] - b["ppl"]) / a["ppl"]
+summary["decode_cuda"] = {k: load_json(f"decode_cuda_{k}.json") for k in (1, 16)}
+# Two ranks on one GPU: NCCL cannot; what matters is that sinklm refuses it with the hint, before NCCL fails.
+two = os.path.join(logs, "tiny_cuda_2proc.log")
+summary["two_ranks_one_gpu"] = ("trained" if stages.get("tiny_cuda_2proc", {}).get("ok") else
+                                "refused with the one-GPU-per-rank hint" if os.path.exists(two) and
+                                "one GPU per rank" in open(two).read() else "failed")
+summary["all_stages_ok"] = all(s["ok"] for name, s in stages.items() if name != "tiny_cuda_2proc") and \
+    summary["two_ranks_one_gpu"] != "failed"
+print(json.dumps(summary, indent=2))
