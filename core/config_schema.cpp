@@ -68,6 +68,8 @@ std::vector<KeySpec> build_schema() {
       choice("train.device", {"auto", "cpu", "cuda"}, "auto = the GPU of this rank's local rank if CUDA is there"),
       choice("train.precision", {"auto", "fp32", "bf16"}, "auto = bf16 autocast on CUDA, fp32 on CPU"),
       choice("train.zero", {"0", "1"}, "1 = ZeRO stage 1: optimizer state sharded across ranks"),
+      integer("train.trace_steps", 0, 0, 1e6,
+              "LibTorch profiler over N steps after the first: <run>/trace.json and trace_top.txt (0 = off)"),
       boolean("train.activation_checkpointing", false,
               "keep only each layer's input for backward and recompute the layer (less memory, ~1/3 more compute)"),
       choice("train.communicator", {"auto", "mpi", "nccl"},

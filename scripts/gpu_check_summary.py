@@ -78,7 +78,12 @@ def training_figures(run):
 
 
 summary["pythia160m_sink_bf16"] = training_figures("pythia160m_bf16")
+summary["pythia160m_sink_bf16_micro2x"] = training_figures("pythia160m_bf16_micro2x")
 summary["pythia160m_sink_bf16_checkpointing"] = training_figures("pythia160m_bf16_checkpointing")
+summary["python_loop_bf16"] = load_json("python_baseline.json")
+if summary["python_loop_bf16"] and summary["pythia160m_sink_bf16"]:
+    summary["sinklm_vs_python_loop"] = (summary["pythia160m_sink_bf16"]["median_tokens_per_s"] /
+                                        summary["python_loop_bf16"]["python_loop_tokens_per_s"])
 
 cpu, cuda = load_json("stream_cpu.json"), load_json("stream_cuda.json")
 if cpu and cuda:

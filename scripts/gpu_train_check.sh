@@ -7,25 +7,30 @@
 # shards -> tiny-sink training on CPU vs CUDA (fp32; same losses) -> the NCCL communicator with a world of
 # one (replicated and ZeRO-1; losses equal the MPI run bit for bit) -> 2 processes on one GPU (NCCL refuses
 # two ranks on one device; sinklm must say so clearly: the summary checks the message) -> Pythia-160M-sink
-# bf16 tokens/s, MFU and peak
-# memory -> CUDA streaming: perplexity equals the CPU's, decode tokens/s for 1 and 16 streams -> one
+# bf16 tokens/s, MFU and peak memory (micro-batch as given and 2x; with activation checkpointing) -> the same
+# model in transformers with a plain PyTorch loop (scripts/gpu_python_baseline.py) -> CUDA streaming:
+# perplexity equals the CPU's, decode tokens/s for 1 and 16 streams -> one
 # completion from `sinklm serve --device cuda`.
 #
 # usage: scripts/gpu_train_check.sh [--bundle sinklm-gpu.tar.gz] [--out DIR] [--steps N] [--micro-batch N]
+#                                   [--stages REGEX]
+#   --stages  run only the stages whose name matches (grep -E), e.g. 'pythia|python' (default: all)
 #   --bundle  a tarball from scripts/gpu_bundle.sh (a machine without sinklm's libraries); default: build/
 # GPU_CHECK_DEVICE=cpu runs the same stages on the CPU: a dry run of this script's plumbing.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bundle="" out="$root/runs/gpu-check" steps=30 micro=16
+bundle="" out="$root/runs/gpu-check" steps=30 micro=16 only="."
 while [ $# -gt 0 ]; do
   case "$1" in
     --bundle) bundle="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --steps) steps="$2"; shift 2 ;;
     --micro-batch) micro="$2"; shift 2 ;;
+    --stages) only="$2"; shift 2 ;;
     *) echo "gpu_train_check: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
+only="^(info|shards|init_ckpt)\$|$only"  # what other stages need always runs
 PY="${PYTHON:-python3}"
 dev="${GPU_CHECK_DEVICE:-cuda}"
 mkdir -p "$out/logs"
@@ -39,6 +44,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 # stage NAME TIMEOUT_S COMMAND...: runs it, logs to logs/NAME.log, records status and seconds.
 stage() {
   local name="$1" limit="$2"; shift 2
+  grep -qE "$only" <<<"$name" || return 0
   local t0=$SECONDS
   echo "[gpu-check] $name ..." >&2
   timeout --kill-after=10 "$limit" "$@" >"$logs/$name.log" 2>&1
@@ -98,8 +104,16 @@ done
 stage pythia160m_bf16 300 "$sinklm" train --config "$root/configs/pythia-160m-sink.yaml" --out "$work/pythia" \
   --set data.shards="$work/shards" --set train.steps="$steps" --set train.micro_batch="$micro" \
   --set train.global_batch_tokens=$((micro * 2048 * 4)) --set train.eval_every=0 --set train.checkpoint_every=0 \
-  --set train.log_every=5 --set data.validation_batches=0 --set train.zero=0 --set train.device=$dev
+  --set train.log_every=5 --set data.validation_batches=0 --set train.zero=0 --set train.device=$dev \
+  --set train.trace_steps=2
 [ -f "$work/pythia/metrics.jsonl" ] && cp "$work/pythia/metrics.jsonl" "$logs/pythia160m_bf16.metrics.jsonl"
+[ -f "$work/pythia/trace_top.txt" ] && cp "$work/pythia/trace_top.txt" "$logs/pythia160m_bf16.trace_top.txt"
+# Micro-batch 2x larger, half the accumulation: the same tokens per step; which shape the GPU prefers.
+stage pythia160m_bf16_micro2x 200 "$sinklm" train --config "$root/configs/pythia-160m-sink.yaml" --out "$work/pythia_2x" \
+  --set data.shards="$work/shards" --set train.steps=15 --set train.micro_batch=$((2 * micro)) \
+  --set train.global_batch_tokens=$((micro * 2048 * 4)) --set train.eval_every=0 --set train.checkpoint_every=0 \
+  --set train.log_every=5 --set data.validation_batches=0 --set train.zero=0 --set train.device=$dev
+[ -f "$work/pythia_2x/metrics.jsonl" ] && cp "$work/pythia_2x/metrics.jsonl" "$logs/pythia160m_bf16_micro2x.metrics.jsonl"
 # The same with activation checkpointing: the log's memory lines show what it saves, metrics what it costs.
 stage pythia160m_bf16_checkpointing 200 "$sinklm" train --config "$root/configs/pythia-160m-sink.yaml" --out "$work/pythia_ac" \
   --set data.shards="$work/shards" --set train.steps=10 --set train.micro_batch="$micro" \
@@ -110,6 +124,8 @@ stage pythia160m_bf16_checkpointing 200 "$sinklm" train --config "$root/configs/
 
 # Streaming on CUDA: the same perplexity as the CPU, then decode speed.
 stage init_ckpt 120 "$sinklm" init --config "$root/configs/pythia-160m-sink.yaml" --out "$work/ckpt"
+# The Python stack on the same GPU, checkpoint and batch shape: transformers + plain PyTorch loop, bf16.
+stage python_baseline 200 bash -c "'$PY' '$root/scripts/gpu_python_baseline.py' '$work/ckpt' --micro-batch $micro --seq 2048 --accumulation 4 --steps $steps --trace '$logs/python_baseline.trace_top.txt' >'$logs/python_baseline.json'"
 head -c 40000 "$root/README.md" >"$work/text.txt"
 stream=(stream --checkpoint "$work/ckpt" --text "$work/text.txt" --max-tokens 3000 --window 256 --segment 1000)
 stage stream_cpu 240 "$sinklm" "${stream[@]}" --device cpu --threads 8 --json "$logs/stream_cpu.json"

@@ -32,6 +32,7 @@ TrainOptions TrainOptions::from(const Config& c, int world_size) {
   o.precision = c.get_string("train.precision");
   o.zero = c.get_string("train.zero") == "1";
   o.activation_checkpointing = c.get_bool("train.activation_checkpointing");
+  o.trace_steps = c.get_int("train.trace_steps");
   o.communicator = c.get_string("train.communicator");
   o.bucket_bytes = c.get_int("train.bucket_mb") << 20;
   o.eval_every = c.get_int("train.eval_every");

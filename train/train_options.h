@@ -24,6 +24,7 @@ struct TrainOptions {
   std::string precision;  // auto | fp32 | bf16
   bool zero = false;
   bool activation_checkpointing = false;
+  int64_t trace_steps = 0;
   std::string communicator;  // auto | mpi | nccl
   int64_t bucket_bytes = 0;
   int64_t eval_every = 0, checkpoint_every = 0, keep_checkpoints = 0, log_every = 0;

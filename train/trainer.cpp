@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "model/autocast_guard.h"
 #include "model/checkpoint.h"
+#include "train/kernel_trace.h"
 #include "train/memory_report.h"
 #include "train/sink_probe.h"
 #include "train/training_checkpoint.h"
@@ -296,12 +297,17 @@ TrainSummary Trainer::run() {
   const bool tty = ::isatty(STDERR_FILENO);
   auto run_start = std::chrono::steady_clock::now();
   if (sink_probe_ && first_step_ == 0) log(sink_probe_->measure(model_, 0));
+  std::optional<KernelTrace> trace;
+  if (options_.trace_steps > 0 && communicator_->is_root())
+    trace.emplace(options_.trace_steps, first_step_, options_.steps, run_dir_, device_);
   for (int64_t step = first_step_; step < options_.steps; ++step) {
+    if (trace) trace->before_step(step);
     auto start = std::chrono::steady_clock::now();
     StepResult r = train_step(step);
+    throughput_->add_step(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (trace) trace->after_step(step);  // writing the trace is not the step's time
     if (step == first_step_ && communicator_->is_root())
       std::cerr << "sinklm train: memory measured after the first step: " << measured_peak_memory(device_) << "\n";
-    throughput_->add_step(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     const int64_t done = step + 1;
     const bool last = done == options_.steps;
     summary.steps = done;
@@ -322,6 +328,8 @@ TrainSummary Trainer::run() {
     }
   }
   if (communicator_->is_root() && tty) std::cerr << "\n";
+  // Against the first step's line: reserved memory that did not grow means an allocation-free steady state.
+  if (communicator_->is_root()) std::cerr << "sinklm train: memory measured at the end: " << measured_peak_memory(device_) << "\n";
   double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
   if (summary.steps > first_step_)
     summary.tokens_per_second = throughput_->tokens_per_step() * (summary.steps - first_step_) / total;
