@@ -66,7 +66,7 @@ int prepare_shards(const std::vector<std::string>& argv) {
              {"fault-kill-after-units", "N", "testing: SIGKILL this process mid-unit once it has finished N units"}},
             argv);
   if (args.print_help_if_requested()) return 0;
-  DistributedContext context;
+  DistributedContext context("prepare shards");
   // Setting up (flags, inputs, tokenizer, plan) fails the same way on every rank, as a rule: one message, from
   // rank 0, unless only other ranks failed (a file a node cannot see).
   ShardJobOptions options;

@@ -21,7 +21,7 @@ int run_train_command(const std::vector<std::string>& argv) {
   }
   Config config = Config::load_file(args.require("config"));
   config.apply_overrides(args.get_all("set"));
-  DistributedContext context;
+  DistributedContext context("train");
   try {
     Trainer trainer(config, args.require("out"), args.has("resume"), context);
     TrainSummary summary = trainer.run();

@@ -16,7 +16,7 @@ void throw_call_failure(const char* library, const std::string& detail, const ch
   throw InternalError(str(file, ":", line, ": ", library, " call failed: ", call, ": ", detail));
 }
 
-DistributedContext::DistributedContext() {
+DistributedContext::DistributedContext(std::string command) : command_(std::move(command)) {
   int provided = 0;
   SINKLM_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
   if (provided < MPI_THREAD_SERIALIZED)
@@ -73,7 +73,7 @@ void DistributedContext::broadcast_bytes(void* data, size_t size, int root) cons
 }
 
 void DistributedContext::abort_job(const std::string& message) const {
-  std::fprintf(stderr, "sinklm train: error: %s\n", message.c_str());
+  std::fprintf(stderr, "sinklm %s: error: %s\n", command_.c_str(), message.c_str());
   std::fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, 3);
   _exit(3);

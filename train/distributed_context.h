@@ -9,7 +9,8 @@ namespace sinklm {
 
 class DistributedContext {
  public:
-  DistributedContext();  // MPI_Init_thread (MPI_THREAD_MULTIPLE)
+  // MPI_Init_thread (MPI_THREAD_MULTIPLE); `command` ("train", "prepare shards") names the job in errors.
+  explicit DistributedContext(std::string command);
   ~DistributedContext();  // MPI_Finalize
   DistributedContext(const DistributedContext&) = delete;
   DistributedContext& operator=(const DistributedContext&) = delete;
@@ -28,6 +29,7 @@ class DistributedContext {
   [[noreturn]] void abort_job(const std::string& message) const;
 
  private:
+  std::string command_;
   int rank_ = 0, world_size_ = 1, local_rank_ = 0, local_size_ = 1;
 };
 
