@@ -167,11 +167,21 @@ std::vector<torch::Tensor> CachedDecoder::cached_step(const std::vector<StreamCh
   batched_decode_tokens_ += backend.batched_tokens();
   auto input = torch::tensor(ids, torch::kInt64).to(device()).unsqueeze(0);  // [1, N]
   auto x = model_->hidden_states(input, backend)[0];                          // [N, C]
+  // The wanted rows go through the LM head in one product: its weight ([V, C], the largest matrix) is then
+  // read once per step, not once per stream.
+  std::vector<int64_t> rows, first_row;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    const int64_t T = chunks[i].ids.size();
+    first_row.push_back(rows.size());
+    for (int64_t r = wanted == LogitsWanted::All ? 0 : T - 1; r < T; ++r) rows.push_back(offsets[i] + r);
+  }
+  if (static_cast<int64_t>(rows.size()) < x.size(0))
+    x = x.index_select(0, torch::tensor(rows, torch::kInt64).to(device()));  // [M, C]
+  auto all_logits = model_->embed_out(x).to(torch::kFloat32);                // [M, V]
   std::vector<torch::Tensor> logits;
   for (size_t i = 0; i < chunks.size(); ++i) {
     const int64_t T = chunks[i].ids.size();
-    auto rows = wanted == LogitsWanted::All ? x.narrow(0, offsets[i], T) : x.narrow(0, offsets[i] + T - 1, 1);
-    logits.push_back(model_->embed_out(rows).to(torch::kFloat32));
+    logits.push_back(all_logits.narrow(0, first_row[i], wanted == LogitsWanted::All ? T : 1));
     chunks[i].stream->cache_->advance(T);
     chunks[i].stream->record(chunks[i].ids);
   }
