@@ -38,7 +38,7 @@ class RelativeStreamCache : public StreamCache {
         values_(model.num_layers) {
     const auto opts = torch::TensorOptions().dtype(policy_->kv_dtype()).device(device_);
     for (int64_t l = 0; l < model.num_layers; ++l) {
-      keys_[l] = torch::zeros({heads_, policy_->sinks(), head_dim_}, opts);  // the ring starts empty
+      keys_[l] = kv_keys_zeros({heads_, policy_->sinks(), head_dim_}, opts);  // the ring starts empty
       values_[l] = torch::zeros({heads_, policy_->sinks(), head_dim_}, opts);
     }
   }
@@ -170,11 +170,12 @@ class RelativeStreamCache : public StreamCache {
     const int64_t S = policy_->sinks(), capacity = keys_[layer].size(1) - S;
     if (needed <= capacity) return;
     const int64_t grown = std::min(policy_->recent_capacity(), std::max({needed, 2 * capacity, int64_t{16}}));
-    for (auto* storage : {&keys_[layer], &values_[layer]}) {
-      auto bigger = torch::zeros({heads_, S + grown, head_dim_}, storage->options());
-      bigger.narrow(1, 0, S + capacity).copy_(*storage);
-      *storage = bigger;
-    }
+    auto keys = kv_keys_zeros({heads_, S + grown, head_dim_}, keys_[layer].options());
+    auto values = torch::zeros({heads_, S + grown, head_dim_}, values_[layer].options());
+    keys.narrow(1, 0, S + capacity).copy_(keys_[layer]);
+    values.narrow(1, 0, S + capacity).copy_(values_[layer]);
+    keys_[layer] = keys;
+    values_[layer] = values;
   }
 
   ChunkPlan make_plan(int64_t T) const {
@@ -232,8 +233,9 @@ class RelativeStreamCache : public StreamCache {
   RotaryEmbedding rotary_;
   int64_t heads_, head_dim_;
   torch::Device device_;
-  // Per layer [H, S + capacity, D], a pool slot's layout (serve/kv_pool.h): the sinks rotated at 0..S-1, then
-  // the ring rotated at stream positions; capacity grows to R, and the tensors are the pool slot once pooled.
+  // Per layer [H, S + capacity, D], a pool slot's layout (serve/kv_pool.h, keys stored transposed): the sinks
+  // rotated at 0..S-1, then the ring rotated at stream positions; capacity grows to R, and the tensors are the
+  // pool slot once pooled.
   std::vector<torch::Tensor> keys_, values_;
   ChunkPlan plan_;
   std::shared_ptr<KvPool> pool_;  // set by adopt_pool
