@@ -30,3 +30,18 @@ torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& cos, con
 }
 
 }  // namespace sinklm
+
+torch::Tensor rotary_matrix(const torch::Tensor& cos, const torch::Tensor& sin, int64_t head_dim) {
+  const int64_t rotary_dims = cos.size(-1), half = rotary_dims / 2;
+  auto shape = cos.sizes().vec();
+  shape.back() = head_dim;
+  auto diagonal = torch::ones(shape, cos.options());  // [..., D]: cos on the rotary dims, 1 on the others
+  diagonal.narrow(-1, 0, rotary_dims).copy_(cos);
+  shape.push_back(head_dim);
+  auto m = torch::zeros(shape, cos.options());  // [..., D, D], out[i] = sum_j x[j] m[j, i]
+  m.diagonal(0, -2, -1).copy_(diagonal);
+  // rotate-half: out[i] -= x[i + half] sin[i] (i < half), out[i] += x[i - half] sin[i] (half <= i < R).
+  m.narrow(-2, half, half).narrow(-1, 0, half).diagonal(0, -2, -1).copy_(-sin.narrow(-1, 0, half));
+  m.narrow(-2, 0, half).narrow(-1, half, half).diagonal(0, -2, -1).copy_(sin.narrow(-1, half, half));
+  return m;
+}

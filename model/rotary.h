@@ -26,3 +26,8 @@ class RotaryEmbedding {
 torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
 
 }  // namespace sinklm
+
+// The same rotation as a matrix: x[..., :] @ rotary_matrix(cos, sin, D) == apply_rotary(x, cos, sin) for x of
+// head size D. cos, sin: [..., R] (one position each) -> [..., D, D]. Decoding applies it as one product
+// (a few rows per step), where apply_rotary is a dozen small ops.
+torch::Tensor rotary_matrix(const torch::Tensor& cos, const torch::Tensor& sin, int64_t head_dim);

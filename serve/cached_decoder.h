@@ -62,6 +62,7 @@ enum class LogitsWanted { Last, All };
 
 class CachedDecoder {
  public:
+  // Puts the model in eval mode and stores its Linear weights column-major (faster one-token products on a CPU).
   explicit CachedDecoder(GPTNeoXForCausalLM model);
 
   // Appends each chunk to its stream. Returns per chunk float32 logits [T, V] (All) or [1, V] (Last).

@@ -6,6 +6,11 @@
 
 namespace sinklm {
 
+torch::Tensor kv_keys_zeros(std::vector<int64_t> shape, const torch::TensorOptions& options) {
+  std::swap(shape[shape.size() - 2], shape[shape.size() - 1]);
+  return torch::zeros(shape, options).transpose(-2, -1);
+}
+
 KvPool::KvPool(int64_t layers, int64_t heads, int64_t sinks, int64_t recent, int64_t head_dim, torch::ScalarType dtype,
                torch::Device device, int64_t page_slots)
     : layers_(layers),
@@ -32,7 +37,7 @@ KvPool::Slot KvPool::acquire() {
   Page page;
   const auto opts = torch::TensorOptions().dtype(dtype_).device(device_);
   for (int64_t l = 0; l < layers_; ++l) {
-    page.keys.push_back(torch::zeros({page_slots_, heads_, sinks_ + recent_, head_dim_}, opts));
+    page.keys.push_back(kv_keys_zeros({page_slots_, heads_, sinks_ + recent_, head_dim_}, opts));
     page.values.push_back(torch::zeros({page_slots_, heads_, sinks_ + recent_, head_dim_}, opts));
   }
   page.used.assign(page_slots_, false);

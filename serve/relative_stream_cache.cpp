@@ -34,13 +34,12 @@ class RelativeStreamCache : public StreamCache {
         heads_(model.num_heads),
         head_dim_(model.head_dim()),
         device_(device),
-        sink_k_(model.num_layers), sink_v_(model.num_layers), ring_k_(model.num_layers), ring_v_(model.num_layers) {
+        keys_(model.num_layers),
+        values_(model.num_layers) {
     const auto opts = torch::TensorOptions().dtype(policy_->kv_dtype()).device(device_);
     for (int64_t l = 0; l < model.num_layers; ++l) {
-      sink_k_[l] = torch::zeros({heads_, policy_->sinks(), head_dim_}, opts);  // [H, S, D], rotated at 0..S-1
-      sink_v_[l] = torch::zeros({heads_, policy_->sinks(), head_dim_}, opts);
-      ring_k_[l] = torch::zeros({heads_, 0, head_dim_}, opts);  // [H, capacity, D], rotated at stream positions
-      ring_v_[l] = torch::zeros({heads_, 0, head_dim_}, opts);
+      keys_[l] = kv_keys_zeros({heads_, policy_->sinks(), head_dim_}, opts);  // the ring starts empty
+      values_[l] = torch::zeros({heads_, policy_->sinks(), head_dim_}, opts);
     }
   }
 
@@ -53,20 +52,15 @@ class RelativeStreamCache : public StreamCache {
     if (!policy_->fills_budget() || pool->sinks() != policy_->sinks() || pool->recent() != policy_->recent_capacity() ||
         pool->dtype() != kv_dtype())
       return false;
-    const int64_t S = policy_->sinks(), R = policy_->recent_capacity();
     slot_ = pool->acquire();
     pool_ = pool;
-    for (size_t l = 0; l < sink_k_.size(); ++l) {
+    for (size_t l = 0; l < keys_.size(); ++l) {
       auto keys = pool->keys(slot_.page, l)[slot_.index], values = pool->values(slot_.page, l)[slot_.index];  // [H, S+R, D]
-      // Until the ring first fills, entry p sits in ring slot p - S < capacity: the prefix copies as is.
-      keys.narrow(1, 0, S).copy_(sink_k_[l]);
-      values.narrow(1, 0, S).copy_(sink_v_[l]);
-      keys.narrow(1, S, ring_k_[l].size(1)).copy_(ring_k_[l]);
-      values.narrow(1, S, ring_v_[l].size(1)).copy_(ring_v_[l]);
-      sink_k_[l] = keys.narrow(1, 0, S);
-      sink_v_[l] = values.narrow(1, 0, S);
-      ring_k_[l] = keys.narrow(1, S, R);
-      ring_v_[l] = values.narrow(1, S, R);
+      // Same layout; until the ring first fills, entry p sits in ring slot p - S < capacity: the prefix copies as is.
+      keys.narrow(1, 0, keys_[l].size(1)).copy_(keys_[l]);
+      values.narrow(1, 0, values_[l].size(1)).copy_(values_[l]);
+      keys_[l] = keys;
+      values_[l] = values;
     }
     return true;
   }
@@ -82,13 +76,13 @@ class RelativeStreamCache : public StreamCache {
     std::vector<int64_t> slots;
     for (int64_t i = sinks_held; i < static_cast<int64_t>(held.size()); ++i) slots.push_back(ring_slot(held[i]));
     auto slot_index = torch::tensor(slots, torch::kInt64).to(device_);
-    for (size_t l = 0; l < sink_k_.size(); ++l) {
+    for (size_t l = 0; l < keys_.size(); ++l) {
       auto k = apply_rotary(s.keys[l].to(device_), cos, sin).to(kv_dtype()), v = s.values[l].to(device_, kv_dtype());
-      sink_k_[l].narrow(1, 0, sinks_held).copy_(k.narrow(1, 0, sinks_held));
-      sink_v_[l].narrow(1, 0, sinks_held).copy_(v.narrow(1, 0, sinks_held));
+      keys_[l].narrow(1, 0, sinks_held).copy_(k.narrow(1, 0, sinks_held));
+      values_[l].narrow(1, 0, sinks_held).copy_(v.narrow(1, 0, sinks_held));
       grow_ring(l, recent);
-      ring_k_[l].index_copy_(1, slot_index, k.narrow(1, sinks_held, recent));
-      ring_v_[l].index_copy_(1, slot_index, v.narrow(1, sinks_held, recent));
+      ring(keys_, l).index_copy_(1, slot_index, k.narrow(1, sinks_held, recent));
+      ring(values_, l).index_copy_(1, slot_index, v.narrow(1, sinks_held, recent));
     }
   }
 
@@ -104,18 +98,18 @@ class RelativeStreamCache : public StreamCache {
     auto v_new = v.to(dt);
     auto q_sinks = rule_ == PositionRule::Cache ? apply_rotary(q, p.sink_cos, p.sink_sin).to(dt) : q_recent;
 
-    auto sink_k = sink_k_[layer].narrow(1, 0, p.sinks_held), sink_v = sink_v_[layer].narrow(1, 0, p.sinks_held);
-    auto scores = torch::cat({torch::matmul(q_sinks, sink_k.transpose(1, 2)),            // [H, T, sinks_held]
-                              torch::matmul(q_recent, ring_k_[layer].transpose(1, 2)),   // [H, T, capacity]
-                              torch::matmul(q_recent, k_new.transpose(1, 2))}, -1);      // [H, T, T]
+    auto sink_k = keys_[layer].narrow(1, 0, p.sinks_held), sink_v = values_[layer].narrow(1, 0, p.sinks_held);
+    auto ring_k = ring(keys_, layer), ring_v = ring(values_, layer);  // [H, capacity, D]
+    auto scores = torch::cat({torch::matmul(q_sinks, sink_k.transpose(1, 2)),    // [H, T, sinks_held]
+                              torch::matmul(q_recent, ring_k.transpose(1, 2)),   // [H, T, capacity]
+                              torch::matmul(q_recent, k_new.transpose(1, 2))}, -1);  // [H, T, T]
     scores = scores.to(torch::kFloat32) / std::sqrt(static_cast<double>(head_dim_)) + p.bias;
     auto probs = softmax_with_sink(scores, sink_logit).to(dt);  // [H, T, sinks_held + capacity + T]
     // probs · [sink_v; ring_v; v] without concatenating the stored values (a copy of the whole cache).
-    const int64_t capacity = ring_v_[layer].size(1);
+    const int64_t capacity = ring_v.size(1);
     auto out = torch::matmul(probs.narrow(-1, p.sinks_held + capacity, T), v_new).to(torch::kFloat32);  // [H, T, D]
     if (p.sinks_held > 0) out = out + torch::matmul(probs.narrow(-1, 0, p.sinks_held), sink_v).to(torch::kFloat32);
-    if (capacity > 0)
-      out = out + torch::matmul(probs.narrow(-1, p.sinks_held, capacity), ring_v_[layer]).to(torch::kFloat32);
+    if (capacity > 0) out = out + torch::matmul(probs.narrow(-1, p.sinks_held, capacity), ring_v).to(torch::kFloat32);
     store(layer, k_new, v_new);
     return out;
   }
@@ -134,7 +128,7 @@ class RelativeStreamCache : public StreamCache {
   }
 
   int64_t entries() const override { return sinks_held() + ring_count(); }
-  int64_t allocated_entries() const override { return sink_k_[0].size(1) + ring_k_[0].size(1); }
+  int64_t allocated_entries() const override { return keys_[0].size(1); }
 
   CacheSnapshot snapshot() const override {
     CacheSnapshot s;
@@ -146,9 +140,9 @@ class RelativeStreamCache : public StreamCache {
     auto slot_index = torch::tensor(slots, torch::kInt64).to(device_);
     auto negative = torch::tensor(held, torch::kInt64).neg().to(device_);
     auto [cos, sin] = rotary_.cos_sin(negative);  // undo each key's rotation
-    for (size_t l = 0; l < sink_k_.size(); ++l) {
-      auto k = torch::cat({sink_k_[l].narrow(1, 0, sinks), ring_k_[l].index_select(1, slot_index)}, 1);
-      auto v = torch::cat({sink_v_[l].narrow(1, 0, sinks), ring_v_[l].index_select(1, slot_index)}, 1);
+    for (size_t l = 0; l < keys_.size(); ++l) {
+      auto k = torch::cat({keys_[l].narrow(1, 0, sinks), ring(keys_, l).index_select(1, slot_index)}, 1);
+      auto v = torch::cat({values_[l].narrow(1, 0, sinks), ring(values_, l).index_select(1, slot_index)}, 1);
       s.keys.push_back(apply_rotary(k.to(torch::kFloat32), cos, sin).cpu());
       s.values.push_back(v.to(torch::kFloat32).cpu());
     }
@@ -166,15 +160,22 @@ class RelativeStreamCache : public StreamCache {
     return (positions - policy_->sinks()).remainder(policy_->recent_capacity());
   }
 
+  int64_t ring_capacity() const { return keys_[0].size(1) - policy_->sinks(); }
+  // The ring of `storage`'s layer: [H, capacity, D].
+  torch::Tensor ring(const std::vector<torch::Tensor>& storage, size_t layer) const {
+    return storage[layer].narrow(1, policy_->sinks(), storage[layer].size(1) - policy_->sinks());
+  }
+
   void grow_ring(size_t layer, int64_t needed) {
-    const int64_t capacity = ring_k_[layer].size(1);
+    const int64_t S = policy_->sinks(), capacity = keys_[layer].size(1) - S;
     if (needed <= capacity) return;
     const int64_t grown = std::min(policy_->recent_capacity(), std::max({needed, 2 * capacity, int64_t{16}}));
-    for (auto* ring : {&ring_k_[layer], &ring_v_[layer]}) {
-      auto bigger = torch::zeros({heads_, grown, head_dim_}, ring->options());
-      bigger.narrow(1, 0, capacity).copy_(*ring);
-      *ring = bigger;
-    }
+    auto keys = kv_keys_zeros({heads_, S + grown, head_dim_}, keys_[layer].options());
+    auto values = torch::zeros({heads_, S + grown, head_dim_}, values_[layer].options());
+    keys.narrow(1, 0, S + capacity).copy_(keys_[layer]);
+    values.narrow(1, 0, S + capacity).copy_(values_[layer]);
+    keys_[layer] = keys;
+    values_[layer] = values;
   }
 
   ChunkPlan make_plan(int64_t T) const {
@@ -185,7 +186,7 @@ class RelativeStreamCache : public StreamCache {
     p.first = n;
     p.count = T;
     p.sinks_held = sinks_held();
-    p.ring_capacity = ring_k_[0].size(1);
+    p.ring_capacity = ring_capacity();
     const auto long_opts = torch::TensorOptions().dtype(torch::kInt64);
     auto query_pos = torch::arange(n, n + T, long_opts);  // [T]
     std::tie(p.cos, p.sin) = rotary_.cos_sin(query_pos.to(device_));
@@ -218,43 +219,50 @@ class RelativeStreamCache : public StreamCache {
     const auto& p = plan_;
     const int64_t S = policy_->sinks();
     if (p.first < S) {  // the whole chunk is sinks (chunks never straddle S)
-      sink_k_[layer].narrow(1, p.first, p.count).copy_(k_new);
-      sink_v_[layer].narrow(1, p.first, p.count).copy_(v);
+      keys_[layer].narrow(1, p.first, p.count).copy_(k_new);
+      values_[layer].narrow(1, p.first, p.count).copy_(v);
       return;
     }
     grow_ring(layer, p.ring_capacity_after);
     const int64_t m = p.ring_slots.size(0);
-    ring_k_[layer].index_copy_(1, p.ring_slots, k_new.narrow(1, p.ring_source, m));
-    ring_v_[layer].index_copy_(1, p.ring_slots, v.narrow(1, p.ring_source, m));
+    ring(keys_, layer).index_copy_(1, p.ring_slots, k_new.narrow(1, p.ring_source, m));
+    ring(values_, layer).index_copy_(1, p.ring_slots, v.narrow(1, p.ring_source, m));
   }
 
   friend class RelativeDecodeBatch;
   RotaryEmbedding rotary_;
   int64_t heads_, head_dim_;
   torch::Device device_;
-  std::vector<torch::Tensor> sink_k_, sink_v_, ring_k_, ring_v_;  // per layer; views into the pool once pooled
+  // Per layer [H, S + capacity, D], a pool slot's layout (serve/kv_pool.h, keys stored transposed): the sinks
+  // rotated at 0..S-1, then the ring rotated at stream positions; capacity grows to R, and the tensors are the
+  // pool slot once pooled.
+  std::vector<torch::Tensor> keys_, values_;
   ChunkPlan plan_;
   std::shared_ptr<KvPool> pool_;  // set by adopt_pool
   KvPool::Slot slot_;
   bool batched_step_ = false;  // this step's attention ran in a RelativeDecodeBatch
 };
 
-// PooledDecodeBatch over relative caches. The new key is stored before attending: a decoding token at t
-// sees the sinks 0..min(S, t+1)-1 and the ring, which after the store holds exactly the R most recent
-// positions up to t (the entry it overwrites, t - R, is one the query must not see).
-class RelativeDecodeBatch : public PooledDecodeBatch {
+// DecodeBatch over relative caches. It reads a run of rows of the slot layout, [m, H, S + capacity, D]:
+// consecutive slots of one pool page, or a lone cache's own storage (a run of one). The new key is stored
+// before attending: a decoding token at t sees the sinks 0..min(S, t+1)-1 and the ring, which after the store
+// holds exactly the R most recent positions up to t (the entry it overwrites, t - R, is one the query must not
+// see). Under the cache rule past W - 1 the query takes two positions: t against the ring, W - 1 against the
+// sinks; both rotations come from one product, and the two score blocks are softmaxed together. Every product
+// has one query row per stream and head: BLAS streams the cache fastest as matrix-vector products.
+class RelativeDecodeBatch : public DecodeBatch {
  public:
-  // Null unless the caches form a dense batch of one pool page (see make_pooled_decode_batch).
-  static std::unique_ptr<PooledDecodeBatch> build(const std::vector<StreamCache*>& caches) {
-    if (caches.size() < 2) return nullptr;
+  // Null unless the caches are relative and, when more than one, form a dense batch of one pool page.
+  static std::unique_ptr<DecodeBatch> build(const std::vector<StreamCache*>& caches) {
     std::vector<RelativeStreamCache*> relative;
     for (auto* cache : caches) {
       auto* c = dynamic_cast<RelativeStreamCache*>(cache);
-      if (!c || !c->pool_) return nullptr;
+      if (!c || (caches.size() > 1 && !c->pool_)) return nullptr;
       relative.push_back(c);
     }
+    if (relative.empty()) return nullptr;
     const auto* first = relative[0];
-    int64_t lo = INT64_MAX, hi = -1;
+    int64_t lo = first->slot_.index, hi = first->slot_.index;
     for (const auto* c : relative) {
       if (c->pool_ != first->pool_ || c->slot_.page != first->slot_.page || c->rule_ != first->rule_) return nullptr;
       lo = std::min(lo, c->slot_.index);
@@ -267,78 +275,99 @@ class RelativeDecodeBatch : public PooledDecodeBatch {
 
   RelativeDecodeBatch(std::vector<RelativeStreamCache*> caches, int64_t first_slot, int64_t slots)
       : caches_(std::move(caches)), first_slot_(first_slot), slots_(slots) {
-    const auto* c0 = caches_[0];
-    const int64_t S = c0->policy_->sinks(), R = c0->policy_->recent_capacity(), W = S + R;
+    auto* c0 = caches_[0];
+    const int64_t S = c0->policy_->sinks(), R = c0->policy_->recent_capacity(), D = c0->head_dim_;
+    if (!c0->pool_)  // a lone cache's ring grows to hold this token before the layers store it
+      for (size_t l = 0; l < c0->keys_.size(); ++l)
+        c0->grow_ring(l, c0->stream_length_ < S ? 0 : std::min(R, c0->stream_length_ - S + 1));
+    const int64_t width = S + c0->ring_capacity();
     const auto long_opts = torch::TensorOptions().dtype(torch::kInt64);
-    std::vector<int64_t> local, slot, column, position(slots_, 0), sink_limit(slots_, S > 0 ? 1 : 0),
+    std::vector<int64_t> row, column, position, sink_limit(slots_, S > 0 ? 1 : 0),
         ring_count(slots_, S > 0 ? 0 : 1);  // idle rows see one entry, so their (dropped) softmax is finite
+    int64_t latest = 0;
     for (auto* c : caches_) {
-      const int64_t t = c->stream_length_, row = c->slot_.index - first_slot_;
-      local.push_back(row);
-      slot.push_back(c->slot_.index);
+      const int64_t t = c->stream_length_, r = c->pool_ ? c->slot_.index - first_slot_ : 0;
+      dense_ = dense_ && r == static_cast<int64_t>(row.size());
+      row.push_back(r);
       column.push_back(t < S ? t : S + (t - S) % R);
-      position[row] = t;
-      sink_limit[row] = std::min(S, t + 1);
-      ring_count[row] = t < S ? 0 : std::min(R, t - S + 1);
+      position.push_back(t);
+      sink_limit[r] = std::min(S, t + 1);
+      ring_count[r] = t < S ? 0 : std::min(R, t - S + 1);
+      latest = std::max(latest, t);
       c->batched_step_ = true;
     }
+    dense_ = dense_ && slots_ == static_cast<int64_t>(caches_.size());
     const auto device = c0->device_;
-    local_ = torch::tensor(local, long_opts).to(device);
-    slot_ = torch::tensor(slot, long_opts).to(device);
-    column_ = torch::tensor(column, long_opts).to(device);
-    auto t = torch::tensor(position, long_opts);  // [m]
-    std::tie(cos_, sin_) = c0->rotary_.cos_sin(t.unsqueeze(1).to(device));  // [m, 1, R_rot]
-    cos_new_ = cos_.index_select(0, local_);
-    sin_new_ = sin_.index_select(0, local_);
-    same_query_ = c0->rule_ == PositionRule::Stream || t.max().item<int64_t>() < W - 1;
-    if (!same_query_) std::tie(sink_cos_, sink_sin_) = c0->rotary_.cos_sin(t.clamp_max(W - 1).unsqueeze(1).to(device));
-    // [m, 1, 1, S+R]: 0 where visible, -inf elsewhere.
-    auto col = torch::arange(W, long_opts).unsqueeze(0);                                       // [1, S+R]
-    auto limit = torch::where(col < S, torch::tensor(sink_limit, long_opts).unsqueeze(1),       // [m, S+R]
+    rows_ = torch::tensor(row, long_opts).to(device);
+    columns_ = torch::tensor(column, long_opts).to(device);
+
+    // Rotations as [n, D, D] products; the queries' also carry the 1/sqrt(D) score scale.
+    auto t = torch::tensor(position, long_opts);  // [n]
+    auto [cos, sin] = c0->rotary_.cos_sin(t);
+    auto at_t = rotary_matrix(cos, sin, D);
+    key_rotation_ = at_t.to(device);
+    const int64_t W = S + R;
+    queries_ = c0->rule_ == PositionRule::Cache && S > 0 && latest >= W - 1 ? 2 : 1;
+    torch::Tensor query = at_t;
+    if (queries_ == 2) {
+      std::tie(cos, sin) = c0->rotary_.cos_sin(t.clamp_max(W - 1));
+      query = torch::cat({at_t, rotary_matrix(cos, sin, D)}, -1);  // [n, D, 2D]: row 0 at t, row 1 at the sinks' position
+    }
+    query_rotation_ = (query / std::sqrt(static_cast<double>(D))).to(device);
+
+    // [m, 1, 1, S + capacity]: 0 where visible, -inf elsewhere.
+    auto col = torch::arange(width, long_opts).unsqueeze(0);                                     // [1, width]
+    auto limit = torch::where(col < S, torch::tensor(sink_limit, long_opts).unsqueeze(1),        // [m, width]
                               torch::tensor(ring_count, long_opts).unsqueeze(1) + S);
-    bias_ = torch::zeros({slots_, W}, torch::kFloat32)
+    bias_ = torch::zeros({slots_, width}, torch::kFloat32)
                 .masked_fill(col >= limit, -std::numeric_limits<float>::infinity())
-                .view({slots_, 1, 1, W})
+                .view({slots_, 1, 1, width})
                 .to(device);
   }
 
   torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                        const torch::Tensor& sink_logit) override {
     const auto* c0 = caches_[0];
-    const int64_t S = c0->policy_->sinks(), D = c0->head_dim_;
-    auto& pool = *c0->pool_;
-    const int64_t page = c0->slot_.page;
-    auto keys = pool.keys(page, layer), values = pool.values(page, layer);  // [P, H, S+R, D]
-    using torch::indexing::Slice;
-    const auto dt = keys.scalar_type();  // products in the storage dtype, softmax in float32
-    keys.index_put_({slot_, Slice(), column_}, apply_rotary(k, cos_new_, sin_new_).squeeze(2).to(dt));  // [n, H, D]
-    values.index_put_({slot_, Slice(), column_}, v.squeeze(2).to(dt));
-    auto run_k = keys.narrow(0, first_slot_, slots_), run_v = values.narrow(0, first_slot_, slots_);  // [m, H, S+R, D]
-    auto q_rows = torch::zeros({slots_, q.size(1), 1, D}, q.options()).index_copy_(0, local_, q);      // [m, H, 1, D]
-    auto q_recent = apply_rotary(q_rows, cos_, sin_).to(dt);
-    torch::Tensor scores;  // [m, H, 1, S+R]
-    if (same_query_) {
-      scores = torch::matmul(q_recent, run_k.transpose(2, 3));
+    torch::Tensor run_k, run_v;  // [m, H, S + capacity, D]
+    if (c0->pool_) {
+      run_k = c0->pool_->keys(c0->slot_.page, layer).narrow(0, first_slot_, slots_);
+      run_v = c0->pool_->values(c0->slot_.page, layer).narrow(0, first_slot_, slots_);
     } else {
-      auto q_sinks = apply_rotary(q_rows, sink_cos_, sink_sin_).to(dt);
-      scores = torch::cat({torch::matmul(q_sinks, run_k.narrow(2, 0, S).transpose(2, 3)),
-                           torch::matmul(q_recent, run_k.narrow(2, S, run_k.size(2) - S).transpose(2, 3))}, -1);
+      run_k = c0->keys_[layer].unsqueeze(0);
+      run_v = c0->values_[layer].unsqueeze(0);
     }
-    auto probs = softmax_with_sink(scores.to(torch::kFloat32) / std::sqrt(static_cast<double>(D)) + bias_, sink_logit);
-    return torch::matmul(probs.to(dt), run_v).index_select(0, local_).to(torch::kFloat32);  // [n, H, 1, D]
+    using torch::indexing::Slice;
+    const auto dt = run_k.scalar_type();  // products in the storage dtype, softmax in float32
+    const int64_t n = q.size(0), H = q.size(1), D = q.size(3), m = run_k.size(0), width = run_k.size(2),
+                  S = c0->policy_->sinks();
+    run_k.index_put_({rows_, Slice(), columns_}, torch::bmm(k.squeeze(2), key_rotation_).to(dt));  // [n, H, D]
+    run_v.index_put_({rows_, Slice(), columns_}, v.squeeze(2).to(dt));
+    auto queries = torch::bmm(q.squeeze(2), query_rotation_).view({n, H, queries_, D});  // [n, H, r, D]
+    if (!dense_) queries = torch::zeros({m, H, queries_, D}, queries.options()).index_copy_(0, rows_, queries);
+    queries = queries.to(dt);
+    auto keys_t = run_k.transpose(2, 3);  // [m, H, D, width]
+    auto scores = queries_ == 1 ? torch::matmul(queries, keys_t)  // [m, H, 1, width]
+                                : torch::cat({torch::matmul(queries.narrow(2, 1, 1), keys_t.narrow(3, 0, S)),
+                                              torch::matmul(queries.narrow(2, 0, 1), keys_t.narrow(3, S, width - S))}, -1);
+    auto probs = softmax_with_sink(scores.to(torch::kFloat32).add_(bias_), sink_logit);
+    auto out = torch::matmul(probs.to(dt), run_v).to(torch::kFloat32);  // [m, H, 1, D]
+    return dense_ ? out : out.index_select(0, rows_);  // [n, H, 1, D]
   }
 
  private:
   std::vector<RelativeStreamCache*> caches_;
-  int64_t first_slot_, slots_;        // the run of page slots [first_slot_, first_slot_ + slots_) attended
-  torch::Tensor local_, slot_, column_;  // [n]: row in the run, page slot, cache column the new entry takes
-  torch::Tensor cos_, sin_, cos_new_, sin_new_, sink_cos_, sink_sin_, bias_;
-  bool same_query_ = true;  // the sink columns take the query at the same position as the recent ones
+  int64_t first_slot_, slots_;       // the run of page slots [first_slot_, first_slot_ + slots_) attended
+  bool dense_ = true;                // cache i is row i of the run, and every row decodes
+  int64_t queries_ = 1;              // query rotations per token (r): 2 when sinks and ring take different positions
+  torch::Tensor rows_, columns_;     // [n]: row in the run, cache column the new entry takes
+  torch::Tensor key_rotation_;       // [n, D, D] at t
+  torch::Tensor query_rotation_;     // [n, D, r D], scaled
+  torch::Tensor bias_;               // [m, 1, 1, S + capacity]
 };
 
 }  // namespace
 
-std::unique_ptr<PooledDecodeBatch> make_pooled_decode_batch(const std::vector<StreamCache*>& caches) {
+std::unique_ptr<DecodeBatch> make_decode_batch(const std::vector<StreamCache*>& caches) {
   return RelativeDecodeBatch::build(caches);
 }
 

@@ -55,7 +55,7 @@ class StreamCache {
   // Replaces the contents of a new cache with a snapshot that check_snapshot() accepted.
   virtual void restore(const CacheSnapshot& snapshot) = 0;
   // Moves the contents into a slot of `pool` (same S and R as the policy) so that decode steps can be
-  // batched with other streams (PooledDecodeBatch). False when this cache cannot live there (the literal
+  // batched with other streams (DecodeBatch). False when this cache cannot live there (the literal
   // reference; a policy that does not fill its budget). Idempotent.
   virtual bool adopt_pool(const std::shared_ptr<KvPool>& pool) { return false; }
   // The pool and page this cache lives in after adopt_pool, else {nullptr, -1}: decode tokens batch per page.
@@ -86,19 +86,20 @@ std::unique_ptr<StreamCache> make_literal_stream_cache(std::shared_ptr<const KvC
                                                        torch::Device device);
 
 // One decode token for each of several streams whose caches live in one page of one pool (adopt_pool) and
-// share a position rule: each layer's attention for all of them in one call, reading the caches in place.
-// Built once per decoder step (rotations and masks are shared by the layers); equal to calling attend()
-// per cache (tested). Afterwards every cache advance(1)s as usual.
-class PooledDecodeBatch {
+// share a position rule, or for one stream in its own storage: each layer's attention for all of them in one
+// call, reading the caches in place. Built once per decoder step (rotations and masks are shared by the
+// layers); equal to calling attend() per cache (tested). Afterwards every cache advance(1)s as usual.
+class DecodeBatch {
  public:
-  virtual ~PooledDecodeBatch() = default;
-  // q, k, v: [n, H, 1, D] before rotary, row i for caches[i]. Stores k, v; returns [n, H, 1, D].
+  virtual ~DecodeBatch() = default;
+  // q, k, v: [n, H, 1, D] before rotary, row i for caches[i]. Stores k, v; returns [n, H, 1, D] float32.
   virtual torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                const torch::Tensor& sink_logit) = 0;
 };
-// Null unless every cache is pooled in the same page with the same rule and the batch is dense enough
-// (at least half of the slot run it spans decodes now; otherwise per-stream attention reads less).
-std::unique_ptr<PooledDecodeBatch> make_pooled_decode_batch(const std::vector<StreamCache*>& caches);
+// Null unless every cache is a relative one and, for more than one, every cache is pooled in the same page with
+// the same rule and the batch is dense enough (at least half of the slot run it spans decodes now; otherwise
+// per-stream attention reads less).
+std::unique_ptr<DecodeBatch> make_decode_batch(const std::vector<StreamCache*>& caches);
 
 // `restore`: contents to start from; its entries are placed at the positions the policy holds after
 // restore->stream_length tokens (which may differ from where they were taken).
