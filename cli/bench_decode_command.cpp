@@ -24,15 +24,20 @@
 namespace sinklm {
 namespace {
 
-// Bytes per second a large float32 copy moves (read + write), best of 3: the memory bandwidth one
-// LibTorch thread pool reaches here.
-double measured_copy_bandwidth() {
-  auto src = torch::ones({64 << 20}), dst = torch::empty_like(src);  // 256 MiB each
+// Bytes per second a large float32 copy on `device` moves (read + write), best of 3: the memory bandwidth one
+// LibTorch thread pool reaches here, or the GPU's device memory bandwidth.
+double measured_copy_bandwidth(torch::Device device) {
+  auto src = torch::ones({64 << 20}, torch::TensorOptions().device(device)), dst = torch::empty_like(src);  // 256 MiB
+  auto sync = [&] {
+    if (device.is_cuda()) torch::cuda::synchronize(device.index());
+  };
   dst.copy_(src);
   double best = 0;
   for (int trial = 0; trial < 3; ++trial) {
+    sync();
     const auto t0 = std::chrono::steady_clock::now();
     dst.copy_(src);
+    sync();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     best = std::max(best, 2.0 * src.numel() * sizeof(float) / seconds);
   }
@@ -136,7 +141,7 @@ int run_bench_decode_command(const std::vector<std::string>& argv) {
   const double weight_bytes = decode_weight_bytes(m.loaded.model);
   const double kv_bytes = 2.0 * model.num_layers * model.hidden_size * c10::elementSize(policy->kv_dtype()) *
                           owned[0]->entries();
-  const double bandwidth = measured_copy_bandwidth();
+  const double bandwidth = measured_copy_bandwidth(device);
   const double bound = streams * bandwidth / (weight_bytes + streams * kv_bytes);
   nlohmann::json out = {{"cache", policy->name()}, {"config", policy->label()}, {"cache_size", cache_size},
                         {"streams", streams}, {"start_position", start}, {"decoded_per_stream", decode},
