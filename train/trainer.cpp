@@ -16,6 +16,7 @@
 #include "model/autocast_guard.h"
 #include "model/checkpoint.h"
 #include "train/host_memory.h"
+#include "train/linear_cross_entropy.h"
 #include "train/sink_probe.h"
 #include "train/training_checkpoint.h"
 
@@ -149,11 +150,15 @@ torch::Tensor Trainer::micro_batch_loss(const torch::Tensor& rows) {
   auto target = rows.narrow(1, 1, L - 1).clone();
   const int64_t sinks = sink_prefix_length(model_config_);
   if (sinks > 1) target.narrow(1, 0, sinks - 1).fill_(kIgnoreTarget);
+  if (!bf16_) {
+    auto hidden = model_->hidden_states(input);  // [micro, L-1, C]
+    return linear_cross_entropy_sum(hidden.reshape({-1, hidden.size(-1)}), model_->embed_out->weight,
+                                    target.reshape(-1), kIgnoreTarget);
+  }
   torch::Tensor logits;
   {
-    std::optional<AutocastGuard> autocast;
-    if (bf16_) autocast.emplace(device_);
-    logits = model_->forward(input);  // [micro, L-1, V]
+    AutocastGuard autocast(device_);
+    logits = model_->forward(input);  // [micro, L-1, V] bf16
   }
   namespace F = torch::nn::functional;
   return F::cross_entropy(logits.to(torch::kFloat32).reshape({-1, logits.size(-1)}), target.reshape(-1),
