@@ -2,7 +2,8 @@
 // of each phase with lap(phase), which charges the time since the previous mark to that phase, so the phases
 // add up to the whole step:
 //   data        the loader's next batch and its tensor on the device
-//   forward     forward passes and the loss, all micro-steps
+//   forward     forward passes and the loss, all micro-steps (fp32: with the output projection's gradient,
+//               which the fused loss forms in forward, train/linear_cross_entropy.h)
 //   backward    backward passes, all micro-steps (with data parallelism: starting bucket all-reduces inside)
 //   allreduce   time blocked waiting for the gradient all-reduce after backward (ZeRO-1: the reduce-scatter)
 //   host_sync   the loss brought to the host and summed over ranks
