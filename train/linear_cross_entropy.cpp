@@ -21,7 +21,7 @@ struct LinearCrossEntropy : torch::autograd::Function<LinearCrossEntropy> {
     torch::Tensor grad_hidden, grad_weight;
     if (wants_grad) {
       grad_hidden = torch::empty_like(hidden);  // [N, C]
-      grad_weight = torch::zeros_like(weight);  // [V, C]
+      grad_weight = torch::empty_like(weight);  // [V, C], written by the first chunk
     }
     for (int64_t begin = 0; begin < N; begin += step) {
       const int64_t rows = std::min(step, N - begin);
@@ -36,7 +36,8 @@ struct LinearCrossEntropy : torch::autograd::Function<LinearCrossEntropy> {
       auto grad_logits = log_probs.exp_().scatter_add_(1, t, keep.neg());  // [r, V]
       auto grad_h = grad_hidden.narrow(0, begin, rows);
       torch::mm_out(grad_h, grad_logits, weight).mul_(keep);                 // [r, C]
-      grad_weight.addmm_(grad_logits.t(), h * keep);                         // [V, C]
+      if (begin == 0) torch::mm_out(grad_weight, grad_logits.t(), h * keep);  // [V, C]
+      else grad_weight.addmm_(grad_logits.t(), h * keep);
     }
     ctx->saved_data["grad_hidden"] = grad_hidden;
     ctx->saved_data["grad_weight"] = grad_weight;
@@ -56,7 +57,7 @@ struct LinearCrossEntropy : torch::autograd::Function<LinearCrossEntropy> {
 torch::Tensor linear_cross_entropy_sum(const torch::Tensor& hidden, const torch::Tensor& weight,
                                        const torch::Tensor& target, int64_t ignore_index) {
   SINKLM_ASSERT(hidden.dim() == 2 && weight.dim() == 2 && hidden.size(1) == weight.size(1), "hidden [N, C], weight [V, C]");
-  SINKLM_ASSERT(target.dim() == 1 && target.size(0) == hidden.size(0), "target [N]");
+  SINKLM_ASSERT(target.dim() == 1 && target.size(0) == hidden.size(0) && hidden.size(0) > 0, "target [N], N > 0");
   SINKLM_ASSERT(hidden.scalar_type() == torch::kFloat32 && weight.scalar_type() == torch::kFloat32, "float32 only");
   return LinearCrossEntropy::apply(hidden, weight, target, ignore_index);
 }
