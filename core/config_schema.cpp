@@ -85,6 +85,8 @@ std::vector<KeySpec> build_schema() {
       integer("train.threads", 0, 0, 1024, "CPU intra-op threads per rank (0 = cores / ranks on this node)"),
       choice("train.nan_policy", {"stop", "skip"}, "non-finite loss or gradient: stop, or skip the update"),
       integer("train.collective_timeout_s", 300, 1, 1e7, "a collective waiting longer aborts the job"),
+      integer("train.profile_steps", 0, 0, 1e12,
+              "time the phases of N steps after the first into <run>/profile.json (train/step_profile.h; 0 = off)"),
       number("train.peak_tflops", "0", 0, 1e6, "peak of one rank's device for MFU (0 = H100/H200 table on CUDA, measured on CPU)"),
       // train.fault: testing aids that make real failures happen on purpose (tests/train)
       integer("train.fault.step", -1, -1, 1e12, "inject train.fault.action at this step (-1 = never)"),

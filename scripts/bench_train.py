@@ -1,7 +1,17 @@
-"""sinklm train vs a PyTorch Python training loop on the same model, batch and optimizer (CPU, fp32).
+"""sinklm train vs a plain PyTorch training loop on the same model, batch and optimizer (CPU, fp32), one table.
 
-For each preset: the median tokens/s over timed steps for both, their ratio, and the model FLOP/s as a
-fraction of the float32 matmul throughput torch reaches on this machine (the practical CPU ceiling).
+Per preset: the median tokens/s over timed steps of `sinklm train` and of a plain PyTorch loop, their ratio,
+and sinklm's model FLOP/s as a fraction of the float32 matmul rate torch reaches in this run (1024^3 GEMMs, the
+best of several trials, the same threads). Then data parallelism: 2 ranks x 1 thread vs 1 rank x 2 threads
+on the same global batch, with the time each rank blocks in the gradient all-reduce (train.profile_steps).
+
+The comparator is the loop a PyTorch user would write with the best plain settings: GPT-NeoX as torch.nn
+modules (the weights of the same `sinklm init` checkpoint; its logits are checked against transformers'
+GPTNeoXForCausalLM in the same run), scaled_dot_product_attention, fused AdamW, clip_grad_norm_ (foreach),
+zero_grad(set_to_none=True), torch.set_num_threads equal to sinklm's. No torch.compile, no allocator tuning.
+sinklm and the loop alternate for --rounds rounds, and the medians pool every round, so load that comes and
+goes hits both. On a shared machine the best-step ratios (fastest step of each) estimate the unloaded ratio:
+load from other processes only ever slows a step.
 """
 import argparse
 import json
@@ -13,12 +23,15 @@ import tempfile
 import time
 
 import torch
+import torch.nn as nn
 import torch.nn.functional as F
-from transformers import GPTNeoXForCausalLM
+from safetensors.torch import load_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SINKLM = os.path.join(ROOT, "build", "sinklm")
-# preset -> (seq_len, micro_batch); one micro-batch per step, so both loops do the same work per step.
+SINKLM = os.environ.get("SINKLM_BIN", os.path.join(ROOT, "build", "sinklm"))
+MPIRUN = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", "2"]
+MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+# preset -> (seq_len, micro_batch); one micro-batch per step and rank.
 SHAPES = {"tiny": (256, 8), "small": (512, 8), "pythia-160m": (128, 8)}
 
 
@@ -38,91 +51,219 @@ def prepare_data(cache):
     return shards
 
 
-def settings(preset, shards, steps, threads):
+MODEL_SETTINGS = ["model.sink.mode=none", "model.tokenizer_vocab_size=8000"]
+
+
+def sinklm_run(preset, shards, steps, threads, ranks, samples, out, binary=SINKLM):
+    """Per-step tokens/s of the timed steps (all but the first) and the step profile (None for a --baseline
+    binary, which may predate train.profile_steps) of a sinklm run with a global batch of `samples`
+    (micro-batches of 8 per rank, accumulated when there are more)."""
     seq, micro = SHAPES[preset]
-    return [f"data.shards={shards}", f"train.steps={steps}", f"train.seq_len={seq}", f"train.micro_batch={micro}",
-            f"train.global_batch_tokens={seq * micro}", "train.eval_every=0", "train.checkpoint_every=0",
-            "data.validation_batches=0", "train.log_every=1", f"train.threads={threads}", "model.sink.mode=none",
-            "model.tokenizer_vocab_size=8000"]
-
-
-def sinklm_tokens_per_s(preset, shards, steps, threads, work):
-    cmd = [SINKLM, "train", "--config", f"{ROOT}/configs/{preset}.yaml", "--out", f"{work}/{preset}-run"]
-    for s in settings(preset, shards, steps, threads):
+    profiled = binary == SINKLM
+    settings = MODEL_SETTINGS + [
+        f"data.shards={shards}", f"train.steps={steps}", f"train.seq_len={seq}", f"train.micro_batch={micro}",
+        f"train.global_batch_tokens={seq * samples}", "train.eval_every=0", "train.checkpoint_every=0",
+        "data.validation_batches=0", "train.log_every=1", f"train.threads={threads}"]
+    if profiled:
+        settings.append(f"train.profile_steps={steps - 1}")
+    cmd = [binary, "train", "--config", f"{ROOT}/configs/{preset}.yaml", "--out", out]
+    for s in settings:
         cmd += ["--set", s]
-    sh(cmd)
-    with open(f"{work}/{preset}-run/metrics.jsonl") as f:
+    sh((MPIRUN if ranks > 1 else []) + cmd, env=MPI_ENV)
+    with open(f"{out}/metrics.jsonl") as f:
         rates = [json.loads(line)["tokens_per_s"] for line in f if '"tokens_per_s"' in line]
-    return statistics.median(rates[1:])  # the first step includes warm-up
+    if not profiled:
+        return rates[1:], None
+    with open(f"{out}/profile.json") as f:
+        return rates[1:], json.load(f)
 
 
-def python_tokens_per_s(preset, steps, threads, work):
-    seq, micro = SHAPES[preset]
+class Layer(nn.Module):
+    """One GPT-NeoX layer, parallel residual, partial rotary; parameter names as in transformers."""
+
+    def __init__(self, c):
+        super().__init__()
+        h, eps = c["hidden_size"], c["layer_norm_eps"]
+        self.heads, self.head_dim = c["num_attention_heads"], h // c["num_attention_heads"]
+        self.input_layernorm = nn.LayerNorm(h, eps=eps)
+        self.post_attention_layernorm = nn.LayerNorm(h, eps=eps)
+        self.attention = nn.Module()
+        self.attention.query_key_value = nn.Linear(h, 3 * h)
+        self.attention.dense = nn.Linear(h, h)
+        self.mlp = nn.Module()
+        self.mlp.dense_h_to_4h = nn.Linear(h, c["intermediate_size"])
+        self.mlp.dense_4h_to_h = nn.Linear(c["intermediate_size"], h)
+
+    def forward(self, x, cos, sin):
+        B, T, C = x.shape
+        qkv = self.attention.query_key_value(self.input_layernorm(x))
+        q, k, v = qkv.view(B, T, self.heads, 3 * self.head_dim).transpose(1, 2).split(self.head_dim, -1)
+        a = F.scaled_dot_product_attention(rotate(q, cos, sin), rotate(k, cos, sin), v, is_causal=True)
+        a = self.attention.dense(a.transpose(1, 2).reshape(B, T, C))
+        m = self.mlp.dense_4h_to_h(F.gelu(self.mlp.dense_h_to_4h(self.post_attention_layernorm(x))))
+        return x + a + m
+
+
+def rotate(x, cos, sin):
+    """GPT-NeoX rotary on the first cos.size(-1) dims of x [B, H, T, D]."""
+    r = cos.size(-1)
+    xr, rest = x[..., :r], x[..., r:]
+    half = torch.cat((-xr[..., r // 2:], xr[..., : r // 2]), -1)
+    return torch.cat((xr * cos + half * sin, rest), -1)
+
+
+class PlainGPTNeoX(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.gpt_neox = nn.Module()
+        self.gpt_neox.embed_in = nn.Embedding(c["vocab_size"], c["hidden_size"])
+        self.gpt_neox.layers = nn.ModuleList(Layer(c) for _ in range(c["num_hidden_layers"]))
+        self.gpt_neox.final_layer_norm = nn.LayerNorm(c["hidden_size"], eps=c["layer_norm_eps"])
+        self.embed_out = nn.Linear(c["hidden_size"], c["vocab_size"], bias=False)
+        head_dim = c["hidden_size"] // c["num_attention_heads"]
+        self.rotary = int(head_dim * c["rotary_pct"])
+        self.base = c["rotary_emb_base"]
+
+    def forward(self, ids):
+        T = ids.size(1)
+        inv_freq = 1.0 / self.base ** (torch.arange(0, self.rotary, 2, dtype=torch.float64) / self.rotary)
+        angles = torch.arange(T, dtype=torch.float64)[:, None] * inv_freq
+        angles = torch.cat((angles, angles), -1)
+        cos, sin = angles.cos().float(), angles.sin().float()  # [T, R]
+        x = self.gpt_neox.embed_in(ids)
+        for layer in self.gpt_neox.layers:
+            x = layer(x, cos, sin)
+        return self.embed_out(self.gpt_neox.final_layer_norm(x))
+
+
+def plain_model(preset, work):
     init = f"{work}/{preset}-init"
-    cmd = [SINKLM, "init", "--config", f"{ROOT}/configs/{preset}.yaml", "--out", init]
-    for s in ["model.sink.mode=none", "model.tokenizer_vocab_size=8000"]:
-        cmd += ["--set", s]
-    sh(cmd)
-    torch.set_num_threads(threads)
-    model = GPTNeoXForCausalLM.from_pretrained(init, attn_implementation="sdpa").train()
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
-    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    if not os.path.exists(init):
+        cmd = [SINKLM, "init", "--config", f"{ROOT}/configs/{preset}.yaml", "--out", init]
+        for s in MODEL_SETTINGS:
+            cmd += ["--set", s]
+        sh(cmd)
+    with open(f"{init}/config.json") as f:
+        config = json.load(f)
+    assert config.get("use_parallel_residual", True) and config.get("hidden_act", "gelu") == "gelu", config
+    model = PlainGPTNeoX(config)
+    missing, _ = model.load_state_dict(load_file(f"{init}/model.safetensors"), strict=False)
+    assert not missing, missing
+    return model, config, init
+
+
+def check_against_transformers(model, init, seq):
+    """Max |logit difference| between the plain model and transformers on the same weights and ids."""
+    from transformers import GPTNeoXForCausalLM
+
+    reference = GPTNeoXForCausalLM.from_pretrained(init, attn_implementation="sdpa").eval()
+    ids = torch.randint(0, 8000, (2, seq - 1))
+    with torch.no_grad():
+        return (model(ids) - reference(ids).logits).abs().max().item()
+
+
+def python_rates(model, seq, micro, steps):
+    # weight decay as sinklm applies it: on weight matrices and embeddings, not on LayerNorms or biases
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
-                            lr=1e-3, betas=(0.9, 0.95), eps=1e-8)
+                            lr=1e-3, betas=(0.9, 0.95), eps=1e-8, fused=True)
     ids = torch.randint(0, 8000, (micro, seq))
     rates = []
+    model.train()
     for _ in range(steps):
         start = time.perf_counter()
-        logits = model(ids[:, :-1]).logits
-        loss = F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), ids[:, 1:].reshape(-1))
+        logits = model(ids[:, :-1])
+        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), ids[:, 1:].reshape(-1))
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, foreach=True)
         opt.step()
         opt.zero_grad(set_to_none=True)
+        loss.item()
         rates.append(micro * seq / (time.perf_counter() - start))
-    return statistics.median(rates[1:]), model.config
+    return rates[1:]
 
 
-def matmul_flops(m, k, n, threads):
+def matmul_flops(threads, n=1024):
+    """Float32 GEMM rate: the best of 5 trials of ~0.2 s, as train/throughput.cpp probes it."""
     torch.set_num_threads(threads)
-    a, b = torch.randn(m, k), torch.randn(k, n)
-    for _ in range(3):
-        a @ b
-    start, reps = time.perf_counter(), 0
-    while time.perf_counter() - start < 1.0:
-        a @ b
-        reps += 1
-    return 2.0 * m * k * n * reps / (time.perf_counter() - start)
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    a @ b
+    best = 0.0
+    for _ in range(5):
+        start, reps = time.perf_counter(), 0
+        while time.perf_counter() - start < 0.2:
+            a @ b
+            reps += 1
+        best = max(best, 2.0 * n ** 3 * reps / (time.perf_counter() - start))
+    return best
 
 
-def flops_per_token(config, seq):
-    h, layers, v = config.hidden_size, config.num_hidden_layers, config.vocab_size
-    i = config.intermediate_size
+def flops_per_token(c, seq):
+    h, layers, v, i = c["hidden_size"], c["num_hidden_layers"], c["vocab_size"], c["intermediate_size"]
     params = layers * (4 * h * h + 2 * h * i) + v * h  # matmul weights incl. embed_out (embed_in is a lookup)
     return 6.0 * params + 12.0 * layers * h * seq
 
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--steps", type=int, default=6)
-    parser.add_argument("--presets", default="small,pythia-160m")
-    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--steps", type=int, default=8, help="steps per run; the first is warm-up")
+    parser.add_argument("--rounds", type=int, default=2, help="sinklm and the Python loop alternate this often")
+    parser.add_argument("--presets", default="tiny,small")
+    parser.add_argument("--dp-presets", default="tiny,small", help="presets of the 2x1 vs 1x2 table ('' = none)")
+    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--cache", default=os.path.join(ROOT, "runs", "bench-data"))
+    parser.add_argument("--baseline", help="another sinklm binary (e.g. an older build) timed in the same rounds")
     args = parser.parse_args()
     shards = prepare_data(args.cache)
-    print(f"torch {torch.__version__}, {args.threads} threads, fp32, one micro-batch per step, median of "
-          f"{args.steps - 1} timed steps")
-    print(f"{'preset':<12} {'tokens/step':>11} {'sinklm tok/s':>13} {'python tok/s':>13} {'ratio':>6} "
-          f"{'matmul GFLOP/s':>15} {'sinklm % of matmul':>19}")
+    load = os.getloadavg()[0]
+    print(f"torch {torch.__version__}, {args.threads} threads, fp32, one micro-batch of 8 per step and rank, "
+          f"median of {args.rounds} x {args.steps - 1} timed steps; load average {load:.1f} at start")
     with tempfile.TemporaryDirectory() as work:
-        for preset in args.presets.split(","):
+        baseline_header = f" {'baseline tok/s':>14}" if args.baseline else ""
+        print(f"\n{'preset':<8} {'tok/step':>8}{baseline_header} {'sinklm tok/s':>12} {'python tok/s':>12} {'ratio':>6} "
+              f"{'best-step ratio':>15} {'matmul GFLOP/s':>14} {'model GFLOP/s':>13} {'% of matmul':>11} "
+              f"{'|logit diff| vs HF':>18}")
+        for preset in [p for p in args.presets.split(",") if p]:
             seq, micro = SHAPES[preset]
-            ours = sinklm_tokens_per_s(preset, shards, args.steps, args.threads, work)
-            theirs, config = python_tokens_per_s(preset, args.steps, args.threads, work)
-            peak = matmul_flops(micro * seq, config.hidden_size, config.intermediate_size, args.threads)
-            fraction = ours * flops_per_token(config, seq) / peak
-            print(f"{preset:<12} {micro * seq:>11} {ours:>13.0f} {theirs:>13.0f} {ours / theirs:>5.2f}x "
-                  f"{peak / 1e9:>15.1f} {100 * fraction:>18.0f}%", flush=True)
+            torch.set_num_threads(args.threads)
+            model, config, init = plain_model(preset, work)
+            diff = check_against_transformers(model, init, seq)
+            ours, theirs, peaks, before = [], [], [], []
+            for r in range(args.rounds):
+                if args.baseline:
+                    before += sinklm_run(preset, shards, args.steps, args.threads, 1, micro, f"{work}/{preset}-b{r}",
+                                         args.baseline)[0]
+                ours += sinklm_run(preset, shards, args.steps, args.threads, 1, micro, f"{work}/{preset}-{r}")[0]
+                torch.set_num_threads(args.threads)
+                theirs += python_rates(model, seq, micro, args.steps)
+                peaks.append(matmul_flops(args.threads))
+            # load from other processes only ever slows a step: the best steps show the unloaded ratio
+            best_ratio = max(ours) / max(theirs)
+            ours, theirs, peak = statistics.median(ours), statistics.median(theirs), max(peaks)
+            model_flops = ours * flops_per_token(config, seq)
+            baseline = f" {statistics.median(before):>14.0f}" if args.baseline else ""
+            print(f"{preset:<8} {micro * seq:>8}{baseline} {ours:>12.0f} {theirs:>12.0f} {ours / theirs:>5.2f}x {best_ratio:>14.2f}x "
+                  f"{peak / 1e9:>14.1f} {model_flops / 1e9:>13.1f} {100 * model_flops / peak:>10.0f}% {diff:>18.1e}",
+                  flush=True)
+        dp = [p for p in args.dp_presets.split(",") if p]
+        if dp:
+            print(f"\n{'preset':<8} {'tok/step':>8} {'1x2 tok/s':>10} {'2x1 tok/s':>10} {'2x1/1x2':>8} "
+                  f"{'best-step ratio':>15} {'all-reduce blocked ms/step (rank 0, 1)':>40} {'step ms 2x1':>11}")
+        for preset in dp:
+            seq, micro = SHAPES[preset]
+            one, two, blocked, step_ms = [], [], [], []
+            for r in range(args.rounds):
+                # the same global batch of 2 micro-batches: 1 rank accumulates both, 2 ranks take one each
+                one += sinklm_run(preset, shards, args.steps, 2, 1, 2 * micro, f"{work}/{preset}-1x2-{r}")[0]
+                rates, profile = sinklm_run(preset, shards, args.steps, 1, 2, 2 * micro, f"{work}/{preset}-2x1-{r}")
+                two += rates
+                blocked.append([rank["allreduce"] for rank in profile["ms_per_step_by_rank"]])
+                step_ms.append(profile["ms_per_step"]["total"])
+            a, b, best_ratio = statistics.median(one), statistics.median(two), max(two) / max(one)
+            ranks_blocked = ", ".join(f"{statistics.median(x):.1f}" for x in zip(*blocked))
+            print(f"{preset:<8} {micro * seq * 2:>8} {a:>10.0f} {b:>10.0f} {b / a:>7.2f}x {best_ratio:>14.2f}x {ranks_blocked:>40} "
+                  f"{statistics.median(step_ms):>11.1f}", flush=True)
 
 
 if __name__ == "__main__":

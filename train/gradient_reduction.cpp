@@ -22,10 +22,10 @@ class ReplicatedReduction : public GradientReduction {
   void begin_backward(bool final_micro_step) override {
     if (synchronizer_) synchronizer_->begin_backward(final_micro_step);
   }
-  double reduce() override {
+  void synchronize() override {
     if (synchronizer_) synchronizer_->finish();
-    return flat_.grads().norm().item<double>();
   }
+  double global_norm() override { return flat_.grads().norm().item<double>(); }
 
  private:
   torch::Tensor reduced_grads() override { return flat_.grads(); }
@@ -41,8 +41,8 @@ class Zero1Reduction : public GradientReduction {
                           flat.padded_numel() / communicator.world_size(), adamw),
         shard_grads_(torch::zeros({shard_numel_}, flat.grads().options())) {}
   void begin_backward(bool) override {}  // communication waits for the whole gradient
-  double reduce() override {
-    communicator_.reduce_scatter_sum(flat_.grads(), shard_grads_);
+  void synchronize() override { communicator_.reduce_scatter_sum(flat_.grads(), shard_grads_); }
+  double global_norm() override {
     std::vector<double> norm2 = {shard_grads_.pow(2).sum().item<double>()};
     communicator_.allreduce_sum_host(norm2, "gradient norm");
     return std::sqrt(norm2[0]);

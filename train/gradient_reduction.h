@@ -3,8 +3,8 @@
 //     train/gradient_synchronizer.h) and steps the whole AdamW state identically;
 //   - ZeRO-1 (train.zero = 1, more than one rank): gradients are reduce-scattered, each rank steps the AdamW
 //     state of its range only and the updated weights are all-gathered.
-// Both go reduce -> clip -> step -> share weights, and both write their optimizer state in the files that
-// train/training_checkpoint.h describes.
+// Both go synchronize -> norm -> clip -> step -> share weights, and both write their optimizer state in the
+// files that train/training_checkpoint.h describes.
 #pragma once
 #include <torch/types.h>
 
@@ -25,8 +25,11 @@ class GradientReduction {
 
   // Before each backward of an accumulation; only the final micro-step communicates.
   virtual void begin_backward(bool final_micro_step) = 0;
-  // Sums this step's gradients over ranks; returns the global gradient norm.
-  virtual double reduce() = 0;
+  // Sums this step's gradients over ranks: waits for the all-reduce started during backward (replicated) or
+  // reduce-scatters (ZeRO-1).
+  virtual void synchronize() = 0;
+  // The global norm of the summed gradients (after synchronize()).
+  virtual double global_norm() = 0;
   // Clips by `norm` to `clip` (0 = off), steps AdamW at `lr` on this rank's range, shares the weights and
   // zeroes the gradients.
   void step(double norm, double clip, double lr);

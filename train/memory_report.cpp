@@ -36,9 +36,14 @@ MemoryPlan plan_memory(const ModelConfig& model, const TrainOptions& options, in
   const double layers = options.activation_checkpointing
                             ? model.num_layers * model.hidden_size + layer_elements_per_token(model)  // inputs + 1 recomputed
                             : model.num_layers * layer_elements_per_token(model);
-  // Logits in the compute dtype, their float32 copy for the loss and its log-softmax.
-  const double logits = model.vocab_size * (element + 4.0 + 4.0);
-  plan.activations = tokens * (layers * element + logits);
+  if (bf16) {
+    // Logits in the compute dtype, their float32 copy for the loss and its log-softmax.
+    plan.activations = tokens * (layers * element + model.vocab_size * (element + 4.0 + 4.0));
+  } else {
+    // The fused projection + loss (train/linear_cross_entropy.h) keeps no logits, only the gradients it
+    // computed in forward: [N, C] for the hidden states and [V, C] for the output weight.
+    plan.activations = tokens * (layers * element + 4.0 * model.hidden_size) + 4.0 * model.vocab_size * model.hidden_size;
+  }
   return plan;
 }
 

@@ -43,6 +43,7 @@ TrainOptions TrainOptions::from(const Config& c, int world_size) {
   o.skip_nonfinite = c.get_string("train.nan_policy") == "skip";
   o.collective_timeout_s = static_cast<double>(c.get_int("train.collective_timeout_s"));
   o.peak_tflops = c.get_float("train.peak_tflops");
+  o.profile_steps = c.get_int("train.profile_steps");
   o.validation_batches = c.get_int("data.validation_batches");
   o.shards = c.get_string("data.shards");
   if (o.shards.empty()) fail(where, ": data.shards is not set; point it at a directory from `sinklm prepare shards`");

@@ -32,6 +32,7 @@ struct TrainOptions {
   bool skip_nonfinite = false;
   double collective_timeout_s = 0;
   double peak_tflops = 0;
+  int64_t profile_steps = 0;
   int64_t validation_batches = 0;
   std::string shards;
   uint64_t data_seed = 0;

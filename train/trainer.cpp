@@ -16,7 +16,9 @@
 #include "core/error.h"
 #include "model/autocast_guard.h"
 #include "model/checkpoint.h"
+#include "train/host_memory.h"
 #include "train/kernel_trace.h"
+#include "train/linear_cross_entropy.h"
 #include "train/memory_report.h"
 #include "train/sink_probe.h"
 #include "train/training_checkpoint.h"
@@ -70,6 +72,7 @@ Trainer::Trainer(Config config, std::string run_dir, bool resume, const Distribu
   int threads = options_.threads > 0 ? options_.threads
                                      : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / context.local_size());
   torch::set_num_threads(threads);
+  keep_host_memory();
 
   model_ = GPTNeoXForCausalLM(model_config_);
   std::optional<std::string> checkpoint = resume ? newest_complete_checkpoint(run_dir_) : std::nullopt;
@@ -94,6 +97,7 @@ Trainer::Trainer(Config config, std::string run_dir, bool resume, const Distribu
   sink_probe_ = SinkProbe::from_config(config_, model_config_, context.is_root());
 
   if (checkpoint) restore(*checkpoint);
+  profile_ = std::make_unique<StepProfile>(options_.profile_steps, first_step_, options_.steps, device_);
   if (context.is_root()) {
     open_run_directory();
     std::cerr << "sinklm train: " << context.world_size() << " rank(s) on " << device_ << (bf16_ ? " (bf16 autocast)" : " (fp32)")
@@ -161,11 +165,15 @@ torch::Tensor Trainer::micro_batch_loss(const torch::Tensor& rows) {
   auto target = rows.narrow(1, 1, L - 1).clone();
   const int64_t sinks = sink_prefix_length(model_config_);
   if (sinks > 1) target.narrow(1, 0, sinks - 1).fill_(kIgnoreTarget);
+  if (!bf16_) {
+    auto hidden = model_->hidden_states(input);  // [micro, L-1, C]
+    return linear_cross_entropy_sum(hidden.reshape({-1, hidden.size(-1)}), model_->embed_out->weight,
+                                    target.reshape(-1), kIgnoreTarget);
+  }
   torch::Tensor logits;
   {
-    std::optional<AutocastGuard> autocast;
-    if (bf16_) autocast.emplace(device_);
-    logits = model_->forward(input);  // [micro, L-1, V]
+    AutocastGuard autocast(device_);
+    logits = model_->forward(input);  // [micro, L-1, V] bf16
   }
   namespace F = torch::nn::functional;
   return F::cross_entropy(logits.to(torch::kFloat32).reshape({-1, logits.size(-1)}), target.reshape(-1),
@@ -175,8 +183,10 @@ torch::Tensor Trainer::micro_batch_loss(const torch::Tensor& rows) {
 Trainer::StepResult Trainer::train_step(int64_t step) {
   faults_.maybe_fail(step + 1, FaultAction::Kill);
   faults_.maybe_fail(step + 1, FaultAction::Hang);
+  profile_->begin_step(step);
   std::vector<uint32_t> batch = loader_->next_batch();
   auto ids = batch_tensor(batch);  // [accumulation * micro_batch, seq_len]
+  profile_->lap(StepPhase::Data);
   // Every micro-batch loss is divided by the global target count, so summing gradients over micro-steps and
   // ranks yields exactly the mean gradient of the global batch, whatever the number of ranks.
   const double global_targets = static_cast<double>(options_.global_batch_samples * targets_per_sample_);
@@ -184,18 +194,23 @@ Trainer::StepResult Trainer::train_step(int64_t step) {
   for (int64_t m = 0; m < options_.accumulation; ++m) {
     reduction_->begin_backward(m == options_.accumulation - 1);
     auto loss = micro_batch_loss(ids.narrow(0, m * options_.micro_batch, options_.micro_batch));
+    profile_->lap(StepPhase::Forward);
     (loss / global_targets).backward();
     summed_loss += loss.detach();  // stays on the device: one host sync per step, not per micro-step
+    profile_->lap(StepPhase::Backward);
   }
+  reduction_->synchronize();
+  profile_->lap(StepPhase::AllReduce);
   double loss_sum = summed_loss.item<double>();
   if (faults_.poisons(step + 1)) {
     loss_sum = std::nan("");
     flat_->grads().fill_(std::nan(""));
   }
-  StepResult r;
-  r.grad_norm = reduction_->reduce();
   std::vector<double> loss = {loss_sum};
   communicator_->allreduce_sum_host(loss, "loss");
+  profile_->lap(StepPhase::HostSync);
+  StepResult r;
+  r.grad_norm = reduction_->global_norm();
   r.loss = loss[0] / global_targets;
   r.lr = learning_rate_at(step, options_.steps, options_.warmup_steps, options_.lr, options_.min_lr_ratio);
   torch::NoGradGuard no_grad;
@@ -206,9 +221,10 @@ Trainer::StepResult Trainer::train_step(int64_t step) {
     std::cerr << "sinklm train: step " << step + 1 << ": non-finite loss or gradient, update skipped\n";
     reduction_->discard();
     r.skipped = true;
-    return r;
+  } else {
+    reduction_->step(r.grad_norm, options_.grad_clip, r.lr);
   }
-  reduction_->step(r.grad_norm, options_.grad_clip, r.lr);
+  profile_->lap(StepPhase::Optimizer);
   return r;
 }
 
@@ -275,6 +291,15 @@ void Trainer::log(const nlohmann::json& record) {
   metrics_.flush();
 }
 
+void Trainer::report_profile() {
+  nlohmann::json report = profile_->report(*communicator_, throughput_->tokens_per_step());
+  if (!communicator_->is_root()) return;
+  write_file_durable(run_dir_ + "/profile.json", report.dump(2) + "\n");
+  std::cerr << (::isatty(STDERR_FILENO) ? "\n" : "") << "step profile (" << report["steps"] << " steps from step "
+            << report["first_step"] << ", " << report["ranks"] << " rank(s)), written to " << run_dir_
+            << "/profile.json:\n" << profile_table(report);
+}
+
 void Trainer::report_progress(int64_t done, const StepResult& r, TrainSummary& summary) {
   const auto w = throughput_->take_window();
   const double tokens_per_step = throughput_->tokens_per_step();
@@ -313,6 +338,7 @@ TrainSummary Trainer::run() {
     summary.steps = done;
     summary.last_loss = r.loss;
     if (done % options_.log_every == 0 || last) report_progress(done, r, summary);
+    if (profile_->window_complete(step)) report_profile();
     if (sink_probe_ && (sink_probe_->due(done) || last)) log(sink_probe_->measure(model_, done));
     if ((options_.eval_every > 0 && done % options_.eval_every == 0) || last) {
       summary.validation_loss = validation_loss();

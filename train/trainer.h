@@ -2,7 +2,8 @@
 // global batch, AdamW with warmup + cosine, global-norm clipping, periodic validation, atomic checkpoints
 // and exact resume. One object per rank; every rank runs the same sequence of collectives, all through its
 // Communicator. Its parts: train/gradient_reduction.h (replicated or ZeRO-1: reduce, clip, step, optimizer
-// files), train/throughput.h (tokens/s, MFU, ETA), train/fault_injection.h (the dist tests' failures).
+// files), train/throughput.h (tokens/s, MFU, ETA), train/step_profile.h (where a step's time goes),
+// train/fault_injection.h (the dist tests' failures).
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -19,6 +20,7 @@
 #include "train/fault_injection.h"
 #include "train/flat_parameters.h"
 #include "train/gradient_reduction.h"
+#include "train/step_profile.h"
 #include "train/throughput.h"
 #include "train/train_options.h"
 
@@ -55,6 +57,7 @@ class Trainer {
   double validation_loss();
   void save_checkpoint(int64_t steps_done);
   void report_progress(int64_t done, const StepResult& r, TrainSummary& summary);
+  void report_profile();  // collective: <run>/profile.json and the table (rank 0)
   void log(const nlohmann::json& record);  // one metrics.jsonl line (rank 0)
 
   Config config_;
@@ -70,6 +73,7 @@ class Trainer {
   std::unique_ptr<GradientReduction> reduction_;
   FaultInjection faults_;
   std::unique_ptr<ThroughputMeter> throughput_;
+  std::unique_ptr<StepProfile> profile_;  // train.profile_steps
   std::unique_ptr<SinkProbe> sink_probe_;  // train.sink_probe_every; rank 0 only (train/sink_probe.h)
   std::unique_ptr<TokenLoader> loader_, validation_loader_;
   LoaderCursor validation_start_;

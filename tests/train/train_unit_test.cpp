@@ -1,5 +1,6 @@
 // Trainer building blocks against references: the flat AdamW against torch::optim::AdamW, the schedule's
-// shape, weight-decay grouping, gradients landing in the flat buffer, and batch arithmetic errors.
+// shape, weight-decay grouping, gradients landing in the flat buffer, the chunked projection + cross-entropy
+// against the plain one, and batch arithmetic errors.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -9,6 +10,7 @@
 #include "model/gpt_neox.h"
 #include "train/adamw.h"
 #include "train/flat_parameters.h"
+#include "train/linear_cross_entropy.h"
 #include "train/train_options.h"
 
 namespace sinklm {
@@ -53,6 +55,30 @@ TEST(FlatParameters, ParametersAndGradientsAliasTheFlatBuffers) {
   for (const auto& slot : flat.slots())
     EXPECT_EQ(slot.param.grad().data_ptr<float>(), flat.grads().data_ptr<float>() + slot.offset) << slot.name;
   EXPECT_GT(flat.grads().abs().sum().item<double>(), 0);
+}
+
+TEST(LinearCrossEntropy, MatchesProjectionThenCrossEntropyWithIgnoredRows) {
+  torch::manual_seed(5);
+  const int64_t N = 700, C = 16, V = 40000;  // more rows than one chunk of a 40000-wide vocabulary
+  auto hidden = torch::randn({N, C}), weight = torch::randn({V, C}) * 0.1;
+  auto target = torch::randint(0, V, {N}, torch::kInt64);
+  target.narrow(0, 0, 3).fill_(-100);  // sink positions
+  target.narrow(0, 400, 2).fill_(-100);
+  auto h1 = hidden.clone().requires_grad_(true), w1 = weight.clone().requires_grad_(true);
+  namespace F = torch::nn::functional;
+  auto expected = F::cross_entropy(torch::mm(h1, w1.t()), target,
+                                   F::CrossEntropyFuncOptions().ignore_index(-100).reduction(torch::kSum));
+  (expected * 0.25).backward();
+  auto h2 = hidden.clone().requires_grad_(true), w2 = weight.clone().requires_grad_(true);
+  auto loss = linear_cross_entropy_sum(h2, w2, target, -100);
+  (loss * 0.25).backward();
+  EXPECT_NEAR(loss.item<double>(), expected.item<double>(), 1e-6 * expected.item<double>());
+  EXPECT_TRUE(torch::allclose(h2.grad(), h1.grad(), 1e-5, 1e-7)) << (h2.grad() - h1.grad()).abs().max();
+  EXPECT_TRUE(torch::allclose(w2.grad(), w1.grad(), 1e-5, 1e-7)) << (w2.grad() - w1.grad()).abs().max();
+  EXPECT_EQ(h2.grad().narrow(0, 400, 2).abs().sum().item<double>(), 0.0) << "ignored rows get no gradient";
+  torch::NoGradGuard no_grad;  // validation: the loss alone
+  EXPECT_NEAR(linear_cross_entropy_sum(hidden, weight, target, -100).item<double>(), expected.item<double>(),
+              1e-6 * expected.item<double>());
 }
 
 TEST(FlatAdamW, MatchesTorchAdamWWithDecayGroups) {
