@@ -14,14 +14,15 @@ namespace {
 // of its forward, recomputes the block with grad on and runs backward through the recomputed graph.
 class RecomputeBlock : public torch::autograd::Node {
  public:
-  RecomputeBlock(Block block, torch::Tensor input)
+  RecomputeBlock(Block block, const torch::Tensor& input)
       : block_(std::move(block)),
-        input_(std::move(input)),
+        input_(input.detach()),
+        input_requires_grad_(input.requires_grad()),
         autocast_(at::autocast::is_autocast_enabled(at::kCUDA)),
         autocast_dtype_(at::autocast::get_autocast_dtype(at::kCUDA)) {}
 
   torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override {
-    torch::Tensor input = input_.detach().requires_grad_(input_.requires_grad());
+    torch::Tensor input = input_.detach().requires_grad_(input_requires_grad_);
     torch::Tensor output;
     {
       torch::AutoGradMode grad_on(true);
@@ -32,14 +33,15 @@ class RecomputeBlock : public torch::autograd::Node {
     // Reentrant backward: accumulates the block's parameter gradients and input.grad.
     torch::autograd::backward({output}, {grads[0]});
     input_ = torch::Tensor();  // one backward per forward; free the input now
-    return {input.requires_grad() ? input.grad() : torch::Tensor()};
+    return {input_requires_grad_ ? input.grad() : torch::Tensor()};
   }
 
   void release_variables() override { input_ = torch::Tensor(); }
 
  private:
   Block block_;
-  torch::Tensor input_;
+  torch::Tensor input_;  // detached: what backward recomputes from
+  bool input_requires_grad_;
   bool autocast_;
   at::ScalarType autocast_dtype_;
 };
@@ -53,8 +55,7 @@ torch::Tensor recompute_in_backward(Block block, const torch::Tensor& x) {
     torch::NoGradGuard no_grad;  // nothing inside the block is kept for backward
     output = block(x);
   }
-  auto node = std::shared_ptr<RecomputeBlock>(new RecomputeBlock(std::move(block), x.detach().requires_grad_(x.requires_grad())),
-                                               torch::autograd::deleteNode);
+  auto node = std::shared_ptr<RecomputeBlock>(new RecomputeBlock(std::move(block), x), torch::autograd::deleteNode);
   node->set_next_edges(torch::autograd::collect_next_edges(x));
   torch::autograd::set_history(output, node);
   return output;
