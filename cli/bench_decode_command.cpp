@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "core/args.h"
@@ -18,6 +19,7 @@
 #include "core/process_memory.h"
 #include "model/checkpoint.h"
 #include "serve/cached_decoder.h"
+#include "train/kernel_trace.h"
 #include "cli/commands.h"
 #include "cli/inference_model.h"
 
@@ -95,7 +97,8 @@ int run_bench_decode_command(const std::vector<std::string>& argv) {
              {"decode", "N", "tokens decoded per stream (default 64)"},
              {"warmup", "N", "untimed decode steps first (default 4)"},
              {"chunk", "N", "prefill chunk (default 256)"},
-             {"no-batch", "", "attend stream by stream (the baseline of batched decoding)"}},
+             {"no-batch", "", "attend stream by stream (the baseline of batched decoding)"},
+             {"trace", "DIR", "profile the timed steps into DIR/trace.json and DIR/trace_top.txt (slows them)"}},
                        {model_flags(), cache_flags()}),
             argv);
   if (args.print_help_if_requested()) return 0;
@@ -123,7 +126,10 @@ int run_bench_decode_command(const std::vector<std::string>& argv) {
   auto sync = [&] {
     if (device.is_cuda()) torch::cuda::synchronize();
   };
+  std::optional<KernelTrace> trace;
+  if (args.has("trace")) trace.emplace(decode, warmup - 1, warmup + decode, args.get("trace"), device);
   for (int64_t s = 0; s < warmup + decode; ++s) {
+    if (trace) trace->before_step(s);
     std::vector<StreamChunk> chunks;
     for (int64_t i = 0; i < streams; ++i) chunks.push_back({owned[i].get(), {next[i]}});
     sync();
@@ -131,6 +137,7 @@ int run_bench_decode_command(const std::vector<std::string>& argv) {
     auto logits = decoder.step(chunks);
     for (int64_t i = 0; i < streams; ++i) next[i] = logits[i][0].narrow(0, 0, model.tokenizer_vocab_size).argmax().item<int64_t>();
     sync();
+    if (trace) trace->after_step(s);
     if (s >= warmup) step_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   std::vector<double> sorted = step_ms;

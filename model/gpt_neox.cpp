@@ -21,8 +21,8 @@ GPTNeoXAttentionImpl::GPTNeoXAttentionImpl(const ModelConfig& c)
     : num_heads_(c.num_heads),
       head_dim_(c.head_dim()),
       sink_mode_(c.sink_mode) {
-  query_key_value = register_module("query_key_value", torch::nn::Linear(c.hidden_size, 3 * c.hidden_size));
-  dense = register_module("dense", torch::nn::Linear(c.hidden_size, c.hidden_size));
+  query_key_value = register_module("query_key_value", Projection(c.hidden_size, 3 * c.hidden_size));
+  dense = register_module("dense", Projection(c.hidden_size, c.hidden_size));
   if (sink_mode_ == SinkMode::Logit) sink_logit = register_parameter("sink_logit", torch::zeros({c.num_heads}));
 }
 
@@ -43,8 +43,8 @@ torch::Tensor GPTNeoXAttentionImpl::forward(const torch::Tensor& x, AttentionBac
 }
 
 GPTNeoXMLPImpl::GPTNeoXMLPImpl(const ModelConfig& c) {
-  dense_h_to_4h = register_module("dense_h_to_4h", torch::nn::Linear(c.hidden_size, c.intermediate_size));
-  dense_4h_to_h = register_module("dense_4h_to_h", torch::nn::Linear(c.intermediate_size, c.hidden_size));
+  dense_h_to_4h = register_module("dense_h_to_4h", Projection(c.hidden_size, c.intermediate_size));
+  dense_4h_to_h = register_module("dense_4h_to_h", Projection(c.intermediate_size, c.hidden_size));
 }
 
 torch::Tensor GPTNeoXMLPImpl::forward(const torch::Tensor& x) {
@@ -75,7 +75,7 @@ GPTNeoXModelImpl::GPTNeoXModelImpl(const ModelConfig& c) {
 GPTNeoXForCausalLMImpl::GPTNeoXForCausalLMImpl(const ModelConfig& c)
     : config_(c), rotary_(c.rotary_dims(), c.rotary_base) {
   gpt_neox = register_module("gpt_neox", GPTNeoXModel(c));
-  embed_out = register_module("embed_out", torch::nn::Linear(torch::nn::LinearOptions(c.hidden_size, c.vocab_size).bias(false)));
+  embed_out = register_module("embed_out", Projection(torch::nn::LinearOptions(c.hidden_size, c.vocab_size).bias(false)));
   initialize();
 }
 

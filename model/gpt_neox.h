@@ -11,11 +11,11 @@
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/embedding.h>
-#include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 
 #include "model/attention_backend.h"
 #include "model/model_config.h"
+#include "model/projection.h"
 #include "model/rotary.h"
 
 namespace sinklm {
@@ -28,9 +28,9 @@ class GPTNeoXAttentionImpl : public torch::nn::Module {
   // The per-head extra softmax logit: learned ("logit"), zeros ("softmax1"), undefined otherwise. [H]
   torch::Tensor sink_logit_or_undefined() const;
 
-  torch::nn::Linear query_key_value{nullptr};  // [3C, C], rows grouped per head as [q, k, v]
-  torch::nn::Linear dense{nullptr};            // [C, C]
-  torch::Tensor sink_logit;                    // [H], registered only in mode "logit"
+  Projection query_key_value{nullptr};  // [3C, C], rows grouped per head as [q, k, v]
+  Projection dense{nullptr};            // [C, C]
+  torch::Tensor sink_logit;             // [H], registered only in mode "logit"
 
  private:
   int64_t num_heads_, head_dim_;
@@ -42,7 +42,7 @@ class GPTNeoXMLPImpl : public torch::nn::Module {
  public:
   explicit GPTNeoXMLPImpl(const ModelConfig& config);
   torch::Tensor forward(const torch::Tensor& x);  // [B, T, C] -> [B, T, C], exact (erf) GELU
-  torch::nn::Linear dense_h_to_4h{nullptr}, dense_4h_to_h{nullptr};
+  Projection dense_h_to_4h{nullptr}, dense_4h_to_h{nullptr};
 };
 TORCH_MODULE(GPTNeoXMLP);
 
@@ -91,7 +91,7 @@ class GPTNeoXForCausalLMImpl : public torch::nn::Module {
   // recomputes the layer there (model/activation_checkpoint.h). Off outside grad mode anyway.
   void set_activation_checkpointing(bool on) { activation_checkpointing_ = on; }
   GPTNeoXModel gpt_neox{nullptr};
-  torch::nn::Linear embed_out{nullptr};  // [V, C], untied from embed_in
+  Projection embed_out{nullptr};  // [V, C], untied from embed_in
 
  private:
   // Embedding, then layer_step(index, x) for each layer in order, then the final LayerNorm.

@@ -89,15 +89,11 @@ class PackedStreamAttention : public AttentionBackend {
   std::vector<Group> groups_;
 };
 
-// Stores every Linear weight ([out, in]) column-major, i.e. its transpose [in, out] contiguous: same values
-// and shapes, but a decode step's products have a few rows, and on a CPU BLAS streams the weights of such
-// products markedly faster in that order (1 thread, small preset: ~40% more bytes/s at one row, ~15% at 16).
-void store_linear_weights_column_major(torch::nn::Module& model) {
-  torch::NoGradGuard no_grad;
-  for (const auto& module : model.modules()) {
-    auto* linear = module->as<torch::nn::Linear>();
-    if (linear && linear->weight.device().is_cpu()) linear->weight.set_data(linear->weight.t().contiguous().t());
-  }
+// Packs every projection's weight for few-row products (model/few_row_matmul.h): a decode step multiplies
+// each weight by one row per decoding stream.
+void pack_projections_for_decoding(torch::nn::Module& model) {
+  for (const auto& module : model.modules())
+    if (auto* projection = module->as<ProjectionImpl>()) projection->pack_for_few_rows();
 }
 
 }  // namespace
@@ -151,7 +147,7 @@ void DecoderStream::record(const std::vector<int64_t>& ids) {
 
 CachedDecoder::CachedDecoder(GPTNeoXForCausalLM model) : model_(std::move(model)) {
   model_->eval();
-  store_linear_weights_column_major(*model_);
+  pack_projections_for_decoding(*model_);
 }
 
 torch::Device CachedDecoder::device() const { return model_->embed_out->weight.device(); }

@@ -62,7 +62,8 @@ enum class LogitsWanted { Last, All };
 
 class CachedDecoder {
  public:
-  // Puts the model in eval mode and stores its Linear weights column-major (faster one-token products on a CPU).
+  // Puts the model in eval mode and packs its projections for few-row products (model/projection.h); the
+  // packed copies are taken now, so the model's weights must not change while this decoder serves it.
   explicit CachedDecoder(GPTNeoXForCausalLM model);
 
   // Appends each chunk to its stream. Returns per chunk float32 logits [T, V] (All) or [1, V] (Last).

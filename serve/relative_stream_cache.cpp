@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "model/rotary.h"
 #include "model/sink.h"
+#include "serve/cache_attention_kernel.h"
 #include "serve/stream_cache.h"
 
 namespace sinklm {
@@ -300,6 +301,8 @@ class RelativeDecodeBatch : public DecodeBatch {
     const auto device = c0->device_;
     rows_ = torch::tensor(row, long_opts).to(device);
     columns_ = torch::tensor(column, long_opts).to(device);
+    row_list_ = row;
+    column_list_ = column;
 
     // Rotations as [n, D, D] products; the queries' also carry the 1/sqrt(D) score scale.
     auto t = torch::tensor(position, long_opts);  // [n]
@@ -340,17 +343,28 @@ class RelativeDecodeBatch : public DecodeBatch {
     const auto dt = run_k.scalar_type();  // products in the storage dtype, softmax in float32
     const int64_t n = q.size(0), H = q.size(1), D = q.size(3), m = run_k.size(0), width = run_k.size(2),
                   S = c0->policy_->sinks();
-    run_k.index_put_({rows_, Slice(), columns_}, torch::bmm(k.squeeze(2), key_rotation_).to(dt));  // [n, H, D]
-    run_v.index_put_({rows_, Slice(), columns_}, v.squeeze(2).to(dt));
+    const bool kernel = cache_attention_kernel_applies(run_k, run_v);
+    auto new_k = torch::bmm(k.squeeze(2), key_rotation_);  // [n, H, D]
+    if (kernel) {
+      store_cache_entries(run_k, run_v, row_list_, column_list_, new_k, v.squeeze(2));
+    } else {
+      run_k.index_put_({rows_, Slice(), columns_}, new_k.to(dt));
+      run_v.index_put_({rows_, Slice(), columns_}, v.squeeze(2).to(dt));
+    }
     auto queries = torch::bmm(q.squeeze(2), query_rotation_).view({n, H, queries_, D});  // [n, H, r, D]
     if (!dense_) queries = torch::zeros({m, H, queries_, D}, queries.options()).index_copy_(0, rows_, queries);
     queries = queries.to(dt);
-    auto keys_t = run_k.transpose(2, 3);  // [m, H, D, width]
-    auto scores = queries_ == 1 ? torch::matmul(queries, keys_t)  // [m, H, 1, width]
-                                : torch::cat({torch::matmul(queries.narrow(2, 1, 1), keys_t.narrow(3, 0, S)),
-                                              torch::matmul(queries.narrow(2, 0, 1), keys_t.narrow(3, S, width - S))}, -1);
+    torch::Tensor scores;  // [m, H, 1, width]
+    if (kernel) {
+      scores = cached_key_scores(queries, run_k, S);
+    } else {
+      auto keys_t = run_k.transpose(2, 3);  // [m, H, D, width]
+      scores = queries_ == 1 ? torch::matmul(queries, keys_t)
+                             : torch::cat({torch::matmul(queries.narrow(2, 1, 1), keys_t.narrow(3, 0, S)),
+                                           torch::matmul(queries.narrow(2, 0, 1), keys_t.narrow(3, S, width - S))}, -1);
+    }
     auto probs = softmax_with_sink(scores.to(torch::kFloat32).add_(bias_), sink_logit);
-    auto out = torch::matmul(probs.to(dt), run_v).to(torch::kFloat32);  // [m, H, 1, D]
+    auto out = kernel ? cached_value_mix(probs, run_v) : torch::matmul(probs.to(dt), run_v).to(torch::kFloat32);  // [m, H, 1, D]
     return dense_ ? out : out.index_select(0, rows_);  // [n, H, 1, D]
   }
 
@@ -360,6 +374,7 @@ class RelativeDecodeBatch : public DecodeBatch {
   bool dense_ = true;                // cache i is row i of the run, and every row decodes
   int64_t queries_ = 1;              // query rotations per token (r): 2 when sinks and ring take different positions
   torch::Tensor rows_, columns_;     // [n]: row in the run, cache column the new entry takes
+  std::vector<int64_t> row_list_, column_list_;  // the same, on the host
   torch::Tensor key_rotation_;       // [n, D, D] at t
   torch::Tensor query_rotation_;     // [n, D, r D], scaled
   torch::Tensor bias_;               // [m, 1, 1, S + capacity]

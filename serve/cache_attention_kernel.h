@@ -1,0 +1,33 @@
+// The two products of decode attention against cached keys and values, for every stream and head of a
+// batch at once, on a CPU. Each (stream, head) has one query row, so LibTorch's batched matmul runs them as
+// m * H separate BLAS matrix-vector calls; these loops read every cached key and value once, in place, at
+// close to the memory bandwidth (the bound a decode step has: serve/relative_stream_cache.cpp). The softmax
+// between them stays LibTorch's (softmax_with_sink, model/sink.h), so the sink semantics live in one place.
+// Sums run over the head dimension (scores) or the cache (outputs) in order, in float32: results differ
+// from BLAS by rounding only.
+#pragma once
+#include <torch/types.h>
+
+#include <vector>
+
+namespace sinklm {
+
+// Whether the kernels take these caches ([m, H, width, D] float32 on the CPU; keys stored transposed, i.e.
+// entries contiguous, as serve/kv_pool.h lays them out; values with rows of D contiguous), with D a multiple
+// of 16 up to 128, on an AVX-512F CPU. Otherwise callers use torch::matmul.
+bool cache_attention_kernel_applies(const torch::Tensor& keys, const torch::Tensor& values);
+
+// Writes entry i of new_keys and new_values ([n, H, D] float32) into keys and values (as above) at
+// [rows[i], :, columns[i]]: what index_put_ does, without its per-call indexing machinery.
+void store_cache_entries(const torch::Tensor& keys, const torch::Tensor& values, const std::vector<int64_t>& rows,
+                         const std::vector<int64_t>& columns, const torch::Tensor& new_keys,
+                         const torch::Tensor& new_values);
+
+// queries [m, H, r, D] (r = 1; or r = 2 where the first `split` columns take query row 1 and the rest row 0),
+// keys [m, H, width, D] -> float32 scores [m, H, 1, width]: scores[i, h, 0, j] = <query, keys[i, h, j]>.
+torch::Tensor cached_key_scores(const torch::Tensor& queries, const torch::Tensor& keys, int64_t split);
+
+// probs [m, H, 1, width], values [m, H, width, D] -> [m, H, 1, D]: sum_j probs[i, h, 0, j] values[i, h, j].
+torch::Tensor cached_value_mix(const torch::Tensor& probs, const torch::Tensor& values);
+
+}  // namespace sinklm
