@@ -318,14 +318,16 @@ class RelativeDecodeBatch : public DecodeBatch {
     }
     query_rotation_ = (query / std::sqrt(static_cast<double>(D))).to(device);
 
-    // [m, 1, 1, S + capacity]: 0 where visible, -inf elsewhere.
+    // [m, 1, 1, S + capacity]: 0 where visible, -inf where hidden (entries not yet written, idle rows).
     auto col = torch::arange(width, long_opts).unsqueeze(0);                                     // [1, width]
     auto limit = torch::where(col < S, torch::tensor(sink_limit, long_opts).unsqueeze(1),        // [m, width]
                               torch::tensor(ring_count, long_opts).unsqueeze(1) + S);
-    bias_ = torch::zeros({slots_, width}, torch::kFloat32)
-                .masked_fill(col >= limit, -std::numeric_limits<float>::infinity())
-                .view({slots_, 1, 1, width})
-                .to(device);
+    const auto hidden = col >= limit;  // [m, width]
+    if (hidden.any().item<bool>())    // in steady decoding every ring is full and every entry visible: no mask
+      bias_ = torch::zeros({slots_, width}, torch::kFloat32)
+                  .masked_fill(hidden, -std::numeric_limits<float>::infinity())
+                  .view({slots_, 1, 1, width})
+                  .to(device);
   }
 
   torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
@@ -363,7 +365,9 @@ class RelativeDecodeBatch : public DecodeBatch {
                              : torch::cat({torch::matmul(queries.narrow(2, 1, 1), keys_t.narrow(3, 0, S)),
                                            torch::matmul(queries.narrow(2, 0, 1), keys_t.narrow(3, S, width - S))}, -1);
     }
-    auto probs = softmax_with_sink(scores.to(torch::kFloat32).add_(bias_), sink_logit);
+    scores = scores.to(torch::kFloat32);
+    if (bias_.defined()) scores.add_(bias_);
+    auto probs = softmax_with_sink(scores, sink_logit);
     auto out = kernel ? cached_value_mix(probs, run_v) : torch::matmul(probs.to(dt), run_v).to(torch::kFloat32);  // [m, H, 1, D]
     return dense_ ? out : out.index_select(0, rows_);  // [n, H, 1, D]
   }
@@ -377,7 +381,7 @@ class RelativeDecodeBatch : public DecodeBatch {
   std::vector<int64_t> row_list_, column_list_;  // the same, on the host
   torch::Tensor key_rotation_;       // [n, D, D] at t
   torch::Tensor query_rotation_;     // [n, D, r D], scaled
-  torch::Tensor bias_;               // [m, 1, 1, S + capacity]
+  torch::Tensor bias_;               // [m, 1, 1, S + capacity], undefined when nothing is hidden
 };
 
 }  // namespace
