@@ -36,7 +36,9 @@ TokenLogprob Generation::score(const torch::Tensor& row, int64_t id) const {
   out.id = id;
   out.logprob = logprobs[id].item<double>();
   if (request_.logprobs > 0) {
-    auto [values, ids] = logprobs.topk(std::min<int64_t>(request_.logprobs, logprobs.size(0)));
+    // Alternatives among the tokens a client can receive (the log-probs themselves stay over the whole vocabulary).
+    const auto sampleable = logprobs.narrow(0, 0, sampler_.allowed_vocab());
+    auto [values, ids] = sampleable.topk(std::min<int64_t>(request_.logprobs, sampleable.size(0)));
     for (int64_t i = 0; i < values.size(0); ++i) out.top.emplace_back(ids[i].item<int64_t>(), values[i].item<double>());
   }
   return out;

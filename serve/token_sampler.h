@@ -20,6 +20,7 @@ class TokenSampler {
  public:
   TokenSampler(const SamplingParams& params, int64_t allowed_vocab);
   int64_t next(const torch::Tensor& logits);  // logits: [V] (any leading dims of size 1)
+  int64_t allowed_vocab() const { return allowed_vocab_; }  // ids [0, allowed_vocab) can be picked
 
  private:
   SamplingParams params_;

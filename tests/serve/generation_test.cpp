@@ -200,10 +200,38 @@ TEST(Generation, EchoedPromptLogprobsEqualTheForwardAcrossChunks) {
     EXPECT_EQ(got[j - 1].id, request.prompt[j]);
     EXPECT_NEAR(got[j - 1].logprob, logprobs[j - 1][request.prompt[j]].item<double>(), 1e-5) << j;
     ASSERT_EQ(got[j - 1].top.size(), 2u);
-    EXPECT_EQ(got[j - 1].top[0].first, logprobs[j - 1].argmax().item<int64_t>());
+    EXPECT_EQ(got[j - 1].top[0].first, logprobs[j - 1].narrow(0, 0, 260).argmax().item<int64_t>());  // sampleable ids
   }
   EXPECT_NEAR(got[P - 1].logprob, logprobs[P - 1][got[P - 1].id].item<double>(), 1e-5);  // the first sampled token
   EXPECT_EQ(out.completion_tokens, 3);
+}
+
+// The alternatives are tokens a client can receive: never a sink token or vocabulary padding (ids >= 260
+// here, 4 of 264), which a random model ranks among its top 20 somewhere in 40 positions.
+TEST(Generation, TopLogprobsListOnlySampleableTokens) {
+  ByteModel m;
+  GenerationRequest request;
+  request.prompt = m.prompt("the prompt spans several prefill chunks");
+  request.max_tokens = 4;
+  request.logprobs = 20;
+  request.echo_from = 1;
+  std::vector<TokenLogprob> got;
+  auto stream = m.stream();
+  auto g = std::make_shared<Generation>(request, stream, *m.codec, m.model->config(), [&](const GenerationDelta& d) {
+    got.insert(got.end(), d.logprobs.begin(), d.logprobs.end());
+  });
+  GenerationEngine engine(m.decoder, 8);
+  engine.add(g);
+  while (engine.active()) engine.step();
+  ASSERT_GT(got.size(), 30u);
+  for (const auto& token : got) {
+    if (!token.scored) continue;
+    ASSERT_EQ(token.top.size(), 20u);
+    for (size_t i = 0; i < token.top.size(); ++i) {
+      EXPECT_LT(token.top[i].first, 260) << "alternative " << i;
+      if (i > 0) EXPECT_LE(token.top[i].second, token.top[i - 1].second);
+    }
+  }
 }
 
 // max_tokens 0 with echo: the prompt is scored and nothing is sampled.
