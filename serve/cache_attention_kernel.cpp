@@ -26,13 +26,39 @@ CacheView view_of(const torch::Tensor& t) {
   return {t.data_ptr<float>(), t.stride(0), t.stride(1), t.stride(2), t.stride(3)};
 }
 
-// scores[j] = <q, keys[:, j]> for j in [0, width), keys stored transposed (row d of the [D, width] block at
-// keys + d * dim_stride, entries contiguous). d runs outer and the scores accumulate in place (width floats
-// stay in L1): the block is read row after row, each row sequentially, which is what the hardware
-// prefetcher follows at any width (a register tile over the columns would hop between rows, one page apart
-// at width 1024).
-__attribute__((target("avx512f"))) void score_columns(const float* q, int64_t D, const float* keys, int64_t dim_stride,
-                                                      int64_t width, float* scores) {
+// scores[j] = <q, keys[:, j]> for j in [0, columns), columns <= 16 * NB, keys stored transposed (row d of the
+// [D, columns] block at keys + d * dim_stride, entries contiguous). NB registers hold 16 scores each while d
+// runs outer: NB independent multiply-adds hide the latency and nothing but the keys moves through memory.
+template <int NB>
+__attribute__((target("avx512f"))) void score_block(const float* q, int64_t D, const float* keys, int64_t dim_stride,
+                                                    int64_t columns, float* scores) {
+  const int64_t left = columns - (NB - 1) * kLanes;  // 1..16 in the last register
+  const __mmask16 tail = left >= kLanes ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
+  __m512 acc[NB];
+  for (int b = 0; b < NB; ++b) acc[b] = _mm512_setzero_ps();
+  for (int64_t d = 0; d < D; ++d) {
+    const __m512 qd = _mm512_set1_ps(q[d]);
+    const float* k = keys + d * dim_stride;
+    for (int b = 0; b < NB - 1; ++b) acc[b] = _mm512_fmadd_ps(qd, _mm512_loadu_ps(k + b * kLanes), acc[b]);
+    acc[NB - 1] = _mm512_fmadd_ps(qd, _mm512_maskz_loadu_ps(tail, k + (NB - 1) * kLanes), acc[NB - 1]);
+  }
+  for (int b = 0; b < NB - 1; ++b) _mm512_storeu_ps(scores + b * kLanes, acc[b]);
+  _mm512_mask_storeu_ps(scores + (NB - 1) * kLanes, tail, acc[NB - 1]);
+}
+
+using ScoreFn = void (*)(const float*, int64_t, const float*, int64_t, int64_t, float*);
+template <size_t... I>
+constexpr std::array<ScoreFn, sizeof...(I)> score_table(std::index_sequence<I...>) {
+  return {&score_block<static_cast<int>(I) + 1>...};
+}
+constexpr int kBlockRegisters = 16;  // 256 scores per block: half the register file
+constexpr auto kScore = score_table(std::make_index_sequence<kBlockRegisters>());  // [registers - 1]
+
+// The same for any width: d runs outer and the scores accumulate in place (width floats stay in L1), so the
+// block is read row after row, each row sequentially, which the hardware prefetcher follows at any width (a
+// register tile over 256 columns of a wider block would hop between rows, a page apart at width 1024).
+__attribute__((target("avx512f"))) void score_rows(const float* q, int64_t D, const float* keys, int64_t dim_stride,
+                                                   int64_t width, float* scores) {
   const int64_t full = width / kLanes * kLanes;
   const __mmask16 tail = __mmask16((1u << (width - full)) - 1);
   for (int64_t d = 0; d < D; ++d) {
@@ -50,6 +76,13 @@ __attribute__((target("avx512f"))) void score_columns(const float* q, int64_t D,
                             _mm512_fmadd_ps(qd, _mm512_maskz_loadu_ps(tail, k + full),
                                             _mm512_maskz_loadu_ps(tail, scores + full)));
   }
+}
+
+// scores[j] = <q, keys[:, j]> for j in [0, width): in registers up to 256 columns (a cache of 256 entries is
+// one contiguous block), row by row through L1 beyond.
+void score_columns(const float* q, int64_t D, const float* keys, int64_t dim_stride, int64_t width, float* scores) {
+  if (width <= kBlockRegisters * kLanes) return kScore[(width + kLanes - 1) / kLanes - 1](q, D, keys, dim_stride, width, scores);
+  score_rows(q, D, keys, dim_stride, width, scores);
 }
 
 // out = sum_j probs[j] * values row j. C = D / 16. Four partial sums (j mod 4) keep four multiply-adds in

@@ -33,7 +33,7 @@ TEST(CacheAttentionKernel, ScoresAndMixEqualMatmulOnThePoolLayout) {
   if (!cpu_has_avx512f()) GTEST_SKIP() << "this CPU has no AVX-512F: decode attention uses torch::matmul";
   torch::manual_seed(0);
   for (int64_t D : {16, 32, 64})
-    for (int64_t width : {1, 15, 16, 260, 300, 1024}) {
+    for (int64_t width : {1, 15, 16, 100, 256, 260, 300, 1024}) {  // register tiles up to 256, rows beyond
       const int64_t m = 3, H = 2, split = std::min<int64_t>(4, width);
       const std::string what = "D " + std::to_string(D) + " width " + std::to_string(width);
       auto run = random_run(m, H, width, D);
