@@ -5,7 +5,11 @@
 // The memory-traffic bound printed beside the figure: a decode step reads every weight once (the embedding
 // only its K rows) and every stream's K and V once, so at the measured copy bandwidth B (bytes read +
 // written per second by a 256 MiB tensor copy) a step of K streams takes at least
-// (weight_bytes + K * kv_bytes_per_stream) / B, and K streams decode at most K / that tokens/s.
+// (weight_bytes + K * kv_bytes_per_stream) / B, and K streams decode at most K / that tokens/s. A step also
+// multiplies: 2 FLOPs per weight of the Linears (LM head included) and 4 C FLOPs per cached entry and layer
+// (scores and weighted values) per stream, which at the measured rate R of its products bounds it at
+// K * flops_per_token / R. Memory and arithmetic do not overlap in one thread's step (the products run from
+// cache, the attention streams the caches), so the bound the figure is compared with is their sum.
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -15,9 +19,11 @@
 #include <nlohmann/json.hpp>
 
 #include "core/args.h"
+#include "core/cpu_features.h"
 #include "core/error.h"
 #include "core/process_memory.h"
 #include "model/checkpoint.h"
+#include "model/few_row_matmul.h"
 #include "serve/cached_decoder.h"
 #include "train/kernel_trace.h"
 #include "cli/commands.h"
@@ -46,12 +52,46 @@ double measured_copy_bandwidth(torch::Device device) {
   return best;
 }
 
+// float32 FLOP/s of the products a decode step runs, on `device`, best of 3: on an AVX-512 CPU the few-row
+// kernel (model/few_row_matmul.h; 16 rows by a 1 MiB weight, which stays in L2), elsewhere 1024^3 torch::mm.
+double measured_matmul_rate(torch::Device device) {
+  const auto options = torch::TensorOptions().device(device);
+  const bool few_rows = device.is_cpu() && cpu_has_avx512f();
+  const auto a = few_rows ? torch::randn({16, 256}, options) : torch::randn({1024, 1024}, options);
+  const auto b = few_rows ? torch::randn({1024, 256}, options) : torch::randn({1024, 1024}, options);
+  const auto packed = few_rows ? pack_few_row_weight(b) : torch::Tensor();
+  const int calls = few_rows ? 50 : 1;
+  const double flops = 2.0 * calls * a.size(0) * a.size(1) * b.size(0);
+  auto run = [&] {
+    for (int i = 0; i < calls; ++i) few_rows ? few_row_matmul(a, packed, {}, b.size(0)) : torch::mm(a, b);
+    if (device.is_cuda()) torch::cuda::synchronize(device.index());
+  };
+  run();
+  double best = 0;
+  for (int trial = 0; trial < 3; ++trial) {
+    const auto t0 = std::chrono::steady_clock::now();
+    run();
+    best = std::max(best, flops / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
+
 // Bytes one decode step reads from the weights: every parameter except the input embedding (a lookup).
 double decode_weight_bytes(GPTNeoXForCausalLM& model) {
   double bytes = 0;
   for (const auto& p : model->named_parameters())
     if (p.key().find("embed_in") == std::string::npos) bytes += p.value().numel() * p.value().element_size();
   return bytes;
+}
+
+// FLOPs of one decode token: 2 per weight of the Linears (every matrix but the input embedding, a lookup; the
+// LM head included) and 4 C per cached entry and layer (scores and weighted values).
+double decode_flops_per_token(GPTNeoXForCausalLM& model, int64_t entries) {
+  double weights = 0;
+  for (const auto& p : model->named_parameters())
+    if (p.value().dim() == 2 && p.key().find("embed_in") == std::string::npos) weights += p.value().numel();
+  const auto& c = model->config();
+  return 2.0 * weights + 4.0 * c.num_layers * c.hidden_size * entries;
 }
 
 std::vector<int64_t> random_text(int64_t count, int64_t vocab) {
@@ -148,8 +188,10 @@ int run_bench_decode_command(const std::vector<std::string>& argv) {
   const double weight_bytes = decode_weight_bytes(m.loaded.model);
   const double kv_bytes = 2.0 * model.num_layers * model.hidden_size * c10::elementSize(policy->kv_dtype()) *
                           owned[0]->entries();
-  const double bandwidth = measured_copy_bandwidth(device);
+  const double bandwidth = measured_copy_bandwidth(device), matmul_rate = measured_matmul_rate(device);
   const double bound = streams * bandwidth / (weight_bytes + streams * kv_bytes);
+  const double flops_per_token = decode_flops_per_token(m.loaded.model, owned[0]->entries());
+  const double step_seconds = (weight_bytes + streams * kv_bytes) / bandwidth + streams * flops_per_token / matmul_rate;
   nlohmann::json out = {{"cache", policy->name()}, {"config", policy->label()}, {"cache_size", cache_size},
                         {"streams", streams}, {"start_position", start}, {"decoded_per_stream", decode},
                         {"median_step_ms", sorted[sorted.size() / 2]}, {"mean_step_ms", total_ms / step_ms.size()},
@@ -157,6 +199,9 @@ int run_bench_decode_command(const std::vector<std::string>& argv) {
                         {"kv_dtype", kv_dtype_name(policy->kv_dtype())},
                         {"weight_bytes", weight_bytes}, {"kv_bytes_per_stream", kv_bytes},
                         {"copy_bandwidth_gbs", bandwidth / 1e9}, {"bound_tokens_per_second", bound},
+                        {"flops_per_token", flops_per_token}, {"matmul_gflops", matmul_rate / 1e9},
+                        {"compute_bound_tokens_per_second", matmul_rate / flops_per_token},
+                        {"memory_plus_compute_bound_tokens_per_second", streams / step_seconds},
                         {"tokens_per_second", streams * decode / (total_ms / 1000.0)},
                         {"kv_entries", owned[0]->entries()}, {"peak_rss_mib", peak_rss_mib()},
                         {"threads", torch::get_num_threads()}, {"device", device.str()}};
