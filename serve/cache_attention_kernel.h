@@ -4,7 +4,8 @@
 // close to the memory bandwidth (the bound a decode step has: serve/relative_stream_cache.cpp). The softmax
 // between them stays LibTorch's (softmax_with_sink, model/sink.h), so the sink semantics live in one place.
 // Sums run over the head dimension (scores) or the cache (outputs) in order, in float32: results differ
-// from BLAS by rounding only.
+// from BLAS by rounding only (bfloat16 K/V: from LibTorch's bfloat16 products by their rounding, which the
+// kernel does not do).
 #pragma once
 #include <torch/types.h>
 
@@ -12,13 +13,15 @@
 
 namespace sinklm {
 
-// Whether the kernels take these caches ([m, H, width, D] float32 on the CPU; keys stored transposed, i.e.
-// entries contiguous, as serve/kv_pool.h lays them out; values with rows of D contiguous), with D a multiple
-// of 16 up to 128, on an AVX-512F CPU. Otherwise callers use torch::matmul.
+// Whether the kernels take these caches ([m, H, width, D] on the CPU, float32 or bfloat16 (read as float32:
+// products and sums in float32); keys stored transposed, i.e. entries contiguous, as serve/kv_pool.h lays
+// them out; values with rows of D contiguous), with D a multiple of 16 up to 128, on an AVX-512F CPU.
+// Otherwise callers use torch::matmul.
 bool cache_attention_kernel_applies(const torch::Tensor& keys, const torch::Tensor& values);
 
 // Writes entry i of new_keys and new_values ([n, H, D] float32) into keys and values (as above) at
-// [rows[i], :, columns[i]]: what index_put_ does, without its per-call indexing machinery.
+// [rows[i], :, columns[i]] (bfloat16: rounded to nearest even, as .to() rounds): what index_put_ does,
+// without its per-call indexing machinery.
 void store_cache_entries(const torch::Tensor& keys, const torch::Tensor& values, const std::vector<int64_t>& rows,
                          const std::vector<int64_t>& columns, const torch::Tensor& new_keys,
                          const torch::Tensor& new_values);

@@ -342,7 +342,7 @@ class RelativeDecodeBatch : public DecodeBatch {
       run_v = c0->values_[layer].unsqueeze(0);
     }
     using torch::indexing::Slice;
-    const auto dt = run_k.scalar_type();  // products in the storage dtype, softmax in float32
+    const auto dt = run_k.scalar_type();  // LibTorch's products in the storage dtype; softmax in float32
     const int64_t n = q.size(0), H = q.size(1), D = q.size(3), m = run_k.size(0), width = run_k.size(2),
                   S = c0->policy_->sinks();
     const bool kernel = cache_attention_kernel_applies(run_k, run_v);
@@ -355,7 +355,7 @@ class RelativeDecodeBatch : public DecodeBatch {
     }
     auto queries = torch::bmm(q.squeeze(2), query_rotation_).view({n, H, queries_, D});  // [n, H, r, D]
     if (!dense_) queries = torch::zeros({m, H, queries_, D}, queries.options()).index_copy_(0, rows_, queries);
-    queries = queries.to(dt);
+    if (!kernel) queries = queries.to(dt);  // the kernel multiplies in float32 whatever the storage
     torch::Tensor scores;  // [m, H, 1, width]
     if (kernel) {
       scores = cached_key_scores(queries, run_k, S);
