@@ -188,6 +188,7 @@ int run_bench_decode_command(const std::vector<std::string>& argv) {
   const double weight_bytes = decode_weight_bytes(m.loaded.model);
   const double kv_bytes = 2.0 * model.num_layers * model.hidden_size * c10::elementSize(policy->kv_dtype()) *
                           owned[0]->entries();
+  const double peak_rss = peak_rss_mib();  // before the probes below allocate 512 MiB of their own
   const double bandwidth = measured_copy_bandwidth(device), matmul_rate = measured_matmul_rate(device);
   const double bound = streams * bandwidth / (weight_bytes + streams * kv_bytes);
   const double flops_per_token = decode_flops_per_token(m.loaded.model, owned[0]->entries());
@@ -203,7 +204,7 @@ int run_bench_decode_command(const std::vector<std::string>& argv) {
                         {"compute_bound_tokens_per_second", matmul_rate / flops_per_token},
                         {"memory_plus_compute_bound_tokens_per_second", streams / step_seconds},
                         {"tokens_per_second", streams * decode / (total_ms / 1000.0)},
-                        {"kv_entries", owned[0]->entries()}, {"peak_rss_mib", peak_rss_mib()},
+                        {"kv_entries", owned[0]->entries()}, {"peak_rss_mib", peak_rss},
                         {"threads", torch::get_num_threads()}, {"device", device.str()}};
   std::cout << out.dump() << "\n";
   return 0;
