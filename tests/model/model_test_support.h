@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <functional>
+#include <limits>
 #include <string>
 
 #include "core/config.h"
@@ -24,6 +25,13 @@ inline Config tiny_config(const std::string& sink_mode, std::vector<std::string>
 inline torch::Tensor random_ids(int64_t batch, int64_t length, int64_t vocab, uint64_t seed = 5) {
   torch::manual_seed(seed);
   return torch::randint(0, vocab, {batch, length}, torch::kInt64);
+}
+
+// Largest |got - expected| relative to the largest |expected| (+1, so values near 0 compare absolutely);
+// infinity when the shapes differ. For float32 kernels checked against LibTorch's ops: ~1e-6 from rounding.
+inline double scaled_max_error(const torch::Tensor& got, const torch::Tensor& expected) {
+  if (got.sizes() != expected.sizes()) return std::numeric_limits<double>::infinity();
+  return (got - expected).abs().max().item<double>() / (expected.abs().max().item<double>() + 1);
 }
 
 // The UserError message thrown by body, or "" if it did not throw one.

@@ -71,6 +71,32 @@ struct Collected {
   }
 };
 
+// A request that echoes `text`'s log-probs (after the sink) with `logprobs` alternatives per token.
+GenerationRequest echo_request(ByteModel& m, const std::string& text, int64_t max_tokens, int64_t logprobs) {
+  GenerationRequest request;
+  request.prompt = m.prompt(text);
+  request.max_tokens = max_tokens;
+  request.logprobs = logprobs;
+  request.echo_from = 1;
+  return request;
+}
+
+// Runs one generation through an engine taking prefill chunks of `chunk` tokens; returns every token log-prob
+// it reported (its listener also feeds `out`).
+std::vector<TokenLogprob> run_scored(ByteModel& m, DecoderStream& stream, const GenerationRequest& request, int64_t chunk,
+                                     Collected& out, std::shared_ptr<Generation>* generation = nullptr) {
+  std::vector<TokenLogprob> got;
+  auto g = std::make_shared<Generation>(request, stream, *m.codec, m.model->config(), [&](const GenerationDelta& d) {
+    got.insert(got.end(), d.logprobs.begin(), d.logprobs.end());
+    out.listener()(d);
+  });
+  GenerationEngine engine(m.decoder, chunk);
+  engine.add(g);
+  while (engine.active()) engine.step();
+  if (generation) *generation = g;
+  return got;
+}
+
 std::string run_alone(ByteModel& m, GenerationRequest request, Collected& out) {
   auto stream = m.stream();
   auto g = std::make_shared<Generation>(std::move(request), stream, *m.codec, m.model->config(), out.listener());
@@ -172,23 +198,12 @@ TEST(Generation, AFullCacheAtItsLimitEndsOnlyThatGeneration) {
 // (the first echoed token is unscored, as OpenAI reports it), then the sampled tokens', with top-k alternatives.
 TEST(Generation, EchoedPromptLogprobsEqualTheForwardAcrossChunks) {
   ByteModel m;
-  GenerationRequest request;
-  request.prompt = m.prompt("the prompt spans several prefill chunks");
+  GenerationRequest request = echo_request(m, "the prompt spans several prefill chunks", 3, 2);
   request.sampling.temperature = 0;
-  request.max_tokens = 3;
   request.stop_at_end_of_text = false;
-  request.logprobs = 2;
-  request.echo_from = 1;  // after the sink
-  std::vector<TokenLogprob> got;
   Collected out;
   auto stream = m.stream();
-  auto g = std::make_shared<Generation>(request, stream, *m.codec, m.model->config(), [&](const GenerationDelta& d) {
-    got.insert(got.end(), d.logprobs.begin(), d.logprobs.end());
-    out.listener()(d);
-  });
-  GenerationEngine engine(m.decoder, 5);  // 40 prompt tokens in chunks of 5
-  engine.add(g);
-  while (engine.active()) engine.step();
+  const auto got = run_scored(m, stream, request, 5, out);  // 40 prompt tokens in chunks of 5
 
   auto reference = m.stream();
   auto logprobs = torch::log_softmax(stream_logits(m.decoder, reference, request.prompt, 64), -1);  // [P, V]
@@ -210,19 +225,10 @@ TEST(Generation, EchoedPromptLogprobsEqualTheForwardAcrossChunks) {
 // here, 4 of 264), which a random model ranks among its top 20 somewhere in 40 positions.
 TEST(Generation, TopLogprobsListOnlySampleableTokens) {
   ByteModel m;
-  GenerationRequest request;
-  request.prompt = m.prompt("the prompt spans several prefill chunks");
-  request.max_tokens = 4;
-  request.logprobs = 20;
-  request.echo_from = 1;
-  std::vector<TokenLogprob> got;
+  const GenerationRequest request = echo_request(m, "the prompt spans several prefill chunks", 4, 20);
+  Collected out;
   auto stream = m.stream();
-  auto g = std::make_shared<Generation>(request, stream, *m.codec, m.model->config(), [&](const GenerationDelta& d) {
-    got.insert(got.end(), d.logprobs.begin(), d.logprobs.end());
-  });
-  GenerationEngine engine(m.decoder, 8);
-  engine.add(g);
-  while (engine.active()) engine.step();
+  const auto got = run_scored(m, stream, request, 8, out);
   ASSERT_GT(got.size(), 30u);
   for (const auto& token : got) {
     if (!token.scored) continue;
@@ -237,21 +243,11 @@ TEST(Generation, TopLogprobsListOnlySampleableTokens) {
 // max_tokens 0 with echo: the prompt is scored and nothing is sampled.
 TEST(Generation, MaxTokensZeroOnlyScoresThePrompt) {
   ByteModel m;
-  GenerationRequest request;
-  request.prompt = m.prompt("abc");
-  request.max_tokens = 0;
-  request.logprobs = 0;
-  request.echo_from = 1;
+  const GenerationRequest request = echo_request(m, "abc", 0, 0);
   Collected out;
-  std::vector<TokenLogprob> got;
   auto stream = m.stream();
-  auto g = std::make_shared<Generation>(request, stream, *m.codec, m.model->config(), [&](const GenerationDelta& d) {
-    got.insert(got.end(), d.logprobs.begin(), d.logprobs.end());
-    out.listener()(d);
-  });
-  GenerationEngine engine(m.decoder, 8);
-  engine.add(g);
-  while (engine.active()) engine.step();
+  std::shared_ptr<Generation> g;
+  const auto got = run_scored(m, stream, request, 8, out, &g);
   EXPECT_EQ(out.finish, "length");
   EXPECT_EQ(out.completion_tokens, 0);
   EXPECT_EQ(got.size(), 3u);
