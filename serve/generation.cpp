@@ -59,7 +59,7 @@ void Generation::score_prompt(size_t start, size_t fed, const torch::Tensor& log
     const torch::Tensor row = j > start ? logits[j - 1 - start] : previous_row_;
     pending_logprobs_.push_back(score(row, request_.prompt[j]));
   }
-  previous_row_ = logits[fed - 1];
+  previous_row_ = logits[fed - 1].clone();  // a copy: a view would keep the step's whole [rows, V] logits alive
 }
 
 void Generation::after_step(size_t fed, const torch::Tensor& logits) {
