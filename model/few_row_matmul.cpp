@@ -19,15 +19,21 @@ constexpr int64_t kPrefetchSteps = 32;  // 2 KiB ahead per panel stream: DRAM la
 // multiply-add latency when M is small, without running out of registers (M * P <= 16).
 constexpr int panels_per_group(int M) { return M <= 2 ? 8 : M <= 4 ? 4 : M <= 8 ? 2 : 1; }
 
+// The lanes of a panel that hold one of the `left` columns still to go (all 16, some, or none).
+inline __mmask16 column_mask(int64_t left) {
+  return left >= kPanel ? __mmask16(0xFFFF) : left <= 0 ? __mmask16(0) : __mmask16((1u << left) - 1);
+}
+
 // One tile: rows xt ([K, M], the tile's rows transposed so that a step over k reads M consecutive floats)
-// times P consecutive panels starting at w, plus bias (P * 16 or null), into y (row stride ldy). Only the
-// first `columns` outputs of the group are stored (the last panel of a matrix may be partial).
+// times P consecutive panels starting at w, plus bias (its first `columns` values, or null), into y (row
+// stride ldy). Only the first `columns` outputs of the group are read and stored (the last panel of a matrix
+// may be partial).
 template <int M, int P>
 __attribute__((target("avx512f"))) void tile(const float* xt, int64_t K, const float* w, const float* bias, float* y,
                                              int64_t ldy, int64_t columns) {
   __m512 acc[M][P];
   for (int p = 0; p < P; ++p) {
-    const __m512 b = bias ? _mm512_loadu_ps(bias + p * kPanel) : _mm512_setzero_ps();
+    const __m512 b = bias ? _mm512_maskz_loadu_ps(column_mask(columns - p * kPanel), bias + p * kPanel) : _mm512_setzero_ps();
     for (int r = 0; r < M; ++r) acc[r][p] = b;
   }
   for (int64_t k = 0; k < K; ++k) {
@@ -44,12 +50,8 @@ __attribute__((target("avx512f"))) void tile(const float* xt, int64_t K, const f
       for (int p = 0; p < P; ++p) acc[r][p] = _mm512_fmadd_ps(xr, wk[p], acc[r][p]);
     }
   }
-  for (int p = 0; p < P; ++p) {
-    const int64_t left = columns - p * kPanel;
-    if (left <= 0) break;
-    const __mmask16 mask = left >= kPanel ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
-    for (int r = 0; r < M; ++r) _mm512_mask_storeu_ps(y + r * ldy + p * kPanel, mask, acc[r][p]);
-  }
+  for (int p = 0; p < P && columns > p * kPanel; ++p)
+    for (int r = 0; r < M; ++r) _mm512_mask_storeu_ps(y + r * ldy + p * kPanel, column_mask(columns - p * kPanel), acc[r][p]);
 }
 
 using TileFn = void (*)(const float*, int64_t, const float*, const float*, float*, int64_t, int64_t);
@@ -104,12 +106,7 @@ torch::Tensor few_row_matmul(const torch::Tensor& x, const torch::Tensor& packed
   const int64_t M = x.size(0), K = x.size(1), panels = packed.size(0);
   auto y = torch::empty({M, N}, x.options());
   if (M == 0) return y;
-  // The padded bias lets every panel load 16 values.
-  torch::Tensor padded_bias;
-  if (bias.defined()) {
-    padded_bias = torch::zeros({panels * kPanel}, x.options());
-    padded_bias.narrow(0, 0, N).copy_(bias);
-  }
+  const auto b_contiguous = bias.defined() ? bias.contiguous() : bias;
   // Row tiles of up to 16, each transposed to [K, m] (tile t at offset t * 16 * K).
   auto xt = torch::empty({M * K}, x.options());
   for (int64_t row = 0; row < M; row += kMaxRows) {
@@ -118,7 +115,7 @@ torch::Tensor few_row_matmul(const torch::Tensor& x, const torch::Tensor& packed
   }
   const float* xt_data = xt.data_ptr<float>();
   const float* w = packed.data_ptr<float>();
-  const float* b = padded_bias.defined() ? padded_bias.data_ptr<float>() : nullptr;
+  const float* b = b_contiguous.defined() ? b_contiguous.data_ptr<float>() : nullptr;
   float* y_data = y.data_ptr<float>();
   // Each thread takes a run of panels (a multiple of 8, so groups stay whole) for every row tile.
   at::parallel_for(0, (panels + 7) / 8, 1, [&](int64_t begin, int64_t end) {

@@ -155,8 +155,7 @@ void for_each_stream_head(int64_t m, int64_t H, const Body& body) {
 
 // entries [n, H, D] float32 into cache [m, H, width, D] of T at [rows[i], :, columns[i]].
 template <typename T>
-void store_entries(const torch::Tensor& cache, const torch::Tensor& entries, const std::vector<int64_t>& rows,
-                   const std::vector<int64_t>& columns) {
+void store_entries(const torch::Tensor& cache, const torch::Tensor& entries, const int64_t* rows, const int64_t* columns) {
   const int64_t n = entries.size(0), H = entries.size(1), D = entries.size(2);
   const auto e = entries.to(torch::kFloat32).contiguous();
   const float* from = e.data_ptr<float>();
@@ -193,47 +192,71 @@ void mix_all(const torch::Tensor& values, const float* p, float* out) {
 
 bool stored_as_float(const torch::Tensor& cache) { return cache.scalar_type() == torch::kFloat32; }
 
+// The per-tensor halves of cache_attention_kernel_applies.
+bool kernel_reads(const torch::Tensor& cache) {
+  const auto dtype = cache.scalar_type();
+  return cpu_has_avx512f() && cache.dim() == 4 && cache.device().is_cpu() &&
+         (dtype == torch::kFloat32 || dtype == torch::kBFloat16) && cache.size(3) % kLanes == 0 &&
+         cache.size(3) <= kMaxChunks * kLanes;
+}
+bool kernel_reads_keys(const torch::Tensor& keys) { return kernel_reads(keys) && keys.stride(2) == 1; }
+bool kernel_reads_values(const torch::Tensor& values) { return kernel_reads(values) && values.stride(3) == 1; }
+
 }  // namespace
 
 bool cache_attention_kernel_applies(const torch::Tensor& keys, const torch::Tensor& values) {
-  const int64_t D = values.size(-1);
-  const auto dtype = keys.scalar_type();
-  return cpu_has_avx512f() && keys.dim() == 4 && values.dim() == 4 && keys.device().is_cpu() &&
-         (dtype == torch::kFloat32 || dtype == torch::kBFloat16) && values.scalar_type() == dtype &&
-         keys.stride(2) == 1 && values.stride(3) == 1 && D % kLanes == 0 && D <= kMaxChunks * kLanes;
+  return kernel_reads_keys(keys) && kernel_reads_values(values) && keys.scalar_type() == values.scalar_type();
 }
 
-void store_cache_entries(const torch::Tensor& keys, const torch::Tensor& values, const std::vector<int64_t>& rows,
-                         const std::vector<int64_t>& columns, const torch::Tensor& new_keys,
-                         const torch::Tensor& new_values) {
-  SINKLM_ASSERT(static_cast<int64_t>(rows.size()) == new_keys.size(0) && columns.size() == rows.size() &&
+void store_cache_entries(const torch::Tensor& keys, const torch::Tensor& values, const torch::Tensor& rows,
+                         const torch::Tensor& columns, const torch::Tensor& new_keys, const torch::Tensor& new_values) {
+  SINKLM_ASSERT(rows.numel() == new_keys.size(0) && columns.numel() == rows.numel() &&
                     new_values.sizes() == new_keys.sizes() && keys.size(1) == new_keys.size(1) &&
                     keys.size(3) == new_keys.size(2),
-                "keys ", keys.sizes(), ", new keys ", new_keys.sizes(), ", ", rows.size(), " rows");
+                "keys ", keys.sizes(), ", new keys ", new_keys.sizes(), ", ", rows.numel(), " rows");
+  if (!cache_attention_kernel_applies(keys, values)) {
+    using torch::indexing::Slice;
+    for (auto [cache, entries] : {std::pair{keys, new_keys}, std::pair{values, new_values}})
+      cache.index_put_({rows, Slice(), columns}, entries.to(cache.scalar_type()));  // a handle to the same storage
+    return;
+  }
+  const auto r = rows.contiguous(), c = columns.contiguous();  // int64 on the CPU, as the caches
   if (stored_as_float(keys)) {
-    store_entries<float>(keys, new_keys, rows, columns);
-    store_entries<float>(values, new_values, rows, columns);
+    store_entries<float>(keys, new_keys, r.data_ptr<int64_t>(), c.data_ptr<int64_t>());
+    store_entries<float>(values, new_values, r.data_ptr<int64_t>(), c.data_ptr<int64_t>());
   } else {
-    store_entries<BFloat16>(keys, new_keys, rows, columns);
-    store_entries<BFloat16>(values, new_values, rows, columns);
+    store_entries<BFloat16>(keys, new_keys, r.data_ptr<int64_t>(), c.data_ptr<int64_t>());
+    store_entries<BFloat16>(values, new_values, r.data_ptr<int64_t>(), c.data_ptr<int64_t>());
   }
 }
 
 torch::Tensor cached_key_scores(const torch::Tensor& queries, const torch::Tensor& keys, int64_t split) {
-  SINKLM_ASSERT(keys.dim() == 4 && keys.stride(2) == 1 && queries.dim() == 4 && queries.size(2) <= 2,
-                "queries ", queries.sizes(), ", keys ", keys.sizes(), " ", keys.strides());
+  SINKLM_ASSERT(keys.dim() == 4 && queries.dim() == 4 && queries.size(2) <= 2, "queries ", queries.sizes(),
+                ", keys ", keys.sizes());
+  const int64_t r = queries.size(2);
+  if (!kernel_reads_keys(keys)) {  // LibTorch: products in the storage dtype
+    const auto q = queries.to(keys.scalar_type());
+    const auto keys_t = keys.transpose(2, 3);  // [m, H, D, width]
+    const int64_t width = keys.size(2);
+    auto scores = r == 1 ? torch::matmul(q, keys_t)
+                         : torch::cat({torch::matmul(q.narrow(2, 1, 1), keys_t.narrow(3, 0, split)),
+                                       torch::matmul(q.narrow(2, 0, 1), keys_t.narrow(3, split, width - split))}, -1);
+    return scores.to(torch::kFloat32);
+  }
   auto q = queries.to(torch::kFloat32).contiguous();                                      // [m, H, r, D]
   auto scores = torch::empty({keys.size(0), keys.size(1), 1, keys.size(2)}, q.options());  // [m, H, 1, width]
   if (stored_as_float(keys))
-    score_all<float>(keys, q.data_ptr<float>(), q.size(2), split, scores.data_ptr<float>());
+    score_all<float>(keys, q.data_ptr<float>(), r, split, scores.data_ptr<float>());
   else
-    score_all<BFloat16>(keys, q.data_ptr<float>(), q.size(2), split, scores.data_ptr<float>());
+    score_all<BFloat16>(keys, q.data_ptr<float>(), r, split, scores.data_ptr<float>());
   return scores;
 }
 
 torch::Tensor cached_value_mix(const torch::Tensor& probs, const torch::Tensor& values) {
-  SINKLM_ASSERT(values.dim() == 4 && values.stride(3) == 1 && probs.size(-1) == values.size(2),
-                "probs ", probs.sizes(), ", values ", values.sizes());
+  SINKLM_ASSERT(values.dim() == 4 && probs.size(-1) == values.size(2), "probs ", probs.sizes(), ", values ",
+                values.sizes());
+  if (!kernel_reads_values(values))  // LibTorch: products in the storage dtype
+    return torch::matmul(probs.to(values.scalar_type()), values).to(torch::kFloat32);
   auto p = probs.to(torch::kFloat32).contiguous();                                            // [m, H, 1, width]
   auto out = torch::empty({values.size(0), values.size(1), 1, values.size(3)}, p.options());  // [m, H, 1, D]
   if (stored_as_float(values))

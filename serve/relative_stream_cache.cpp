@@ -250,7 +250,7 @@ class RelativeStreamCache : public StreamCache {
 // holds exactly the R most recent positions up to t (the entry it overwrites, t - R, is one the query must not
 // see). Under the cache rule past W - 1 the query takes two positions: t against the ring, W - 1 against the
 // sinks; both rotations come from one product, and the two score blocks are softmaxed together. Every product
-// has one query row per stream and head: BLAS streams the cache fastest as matrix-vector products.
+// has one query row per stream and head; serve/cache_attention_kernel.h runs them and the store.
 class RelativeDecodeBatch : public DecodeBatch {
  public:
   // Null unless the caches are relative and, when more than one, form a dense batch of one pool page.
@@ -301,8 +301,6 @@ class RelativeDecodeBatch : public DecodeBatch {
     const auto device = c0->device_;
     rows_ = torch::tensor(row, long_opts).to(device);
     columns_ = torch::tensor(column, long_opts).to(device);
-    row_list_ = row;
-    column_list_ = column;
 
     // Rotations as [n, D, D] products; the queries' also carry the 1/sqrt(D) score scale.
     auto t = torch::tensor(position, long_opts);  // [n]
@@ -341,34 +339,13 @@ class RelativeDecodeBatch : public DecodeBatch {
       run_k = c0->keys_[layer].unsqueeze(0);
       run_v = c0->values_[layer].unsqueeze(0);
     }
-    using torch::indexing::Slice;
-    const auto dt = run_k.scalar_type();  // LibTorch's products in the storage dtype; softmax in float32
-    const int64_t n = q.size(0), H = q.size(1), D = q.size(3), m = run_k.size(0), width = run_k.size(2),
-                  S = c0->policy_->sinks();
-    const bool kernel = cache_attention_kernel_applies(run_k, run_v);
-    auto new_k = torch::bmm(k.squeeze(2), key_rotation_);  // [n, H, D]
-    if (kernel) {
-      store_cache_entries(run_k, run_v, row_list_, column_list_, new_k, v.squeeze(2));
-    } else {
-      run_k.index_put_({rows_, Slice(), columns_}, new_k.to(dt));
-      run_v.index_put_({rows_, Slice(), columns_}, v.squeeze(2).to(dt));
-    }
+    const int64_t n = q.size(0), H = q.size(1), D = q.size(3), m = run_k.size(0);
+    store_cache_entries(run_k, run_v, rows_, columns_, torch::bmm(k.squeeze(2), key_rotation_), v.squeeze(2));
     auto queries = torch::bmm(q.squeeze(2), query_rotation_).view({n, H, queries_, D});  // [n, H, r, D]
     if (!dense_) queries = torch::zeros({m, H, queries_, D}, queries.options()).index_copy_(0, rows_, queries);
-    if (!kernel) queries = queries.to(dt);  // the kernel multiplies in float32 whatever the storage
-    torch::Tensor scores;  // [m, H, 1, width]
-    if (kernel) {
-      scores = cached_key_scores(queries, run_k, S);
-    } else {
-      auto keys_t = run_k.transpose(2, 3);  // [m, H, D, width]
-      scores = queries_ == 1 ? torch::matmul(queries, keys_t)
-                             : torch::cat({torch::matmul(queries.narrow(2, 1, 1), keys_t.narrow(3, 0, S)),
-                                           torch::matmul(queries.narrow(2, 0, 1), keys_t.narrow(3, S, width - S))}, -1);
-    }
-    scores = scores.to(torch::kFloat32);
+    auto scores = cached_key_scores(queries, run_k, c0->policy_->sinks());  // [m, H, 1, width] float32
     if (bias_.defined()) scores.add_(bias_);
-    auto probs = softmax_with_sink(scores, sink_logit);
-    auto out = kernel ? cached_value_mix(probs, run_v) : torch::matmul(probs.to(dt), run_v).to(torch::kFloat32);  // [m, H, 1, D]
+    auto out = cached_value_mix(softmax_with_sink(scores, sink_logit), run_v);  // [m, H, 1, D] float32
     return dense_ ? out : out.index_select(0, rows_);  // [n, H, 1, D]
   }
 
@@ -378,7 +355,6 @@ class RelativeDecodeBatch : public DecodeBatch {
   bool dense_ = true;                // cache i is row i of the run, and every row decodes
   int64_t queries_ = 1;              // query rotations per token (r): 2 when sinks and ring take different positions
   torch::Tensor rows_, columns_;     // [n]: row in the run, cache column the new entry takes
-  std::vector<int64_t> row_list_, column_list_;  // the same, on the host
   torch::Tensor key_rotation_;       // [n, D, D] at t
   torch::Tensor query_rotation_;     // [n, D, r D], scaled
   torch::Tensor bias_;               // [m, 1, 1, S + capacity], undefined when nothing is hidden

@@ -61,11 +61,10 @@ TEST(CacheAttentionKernel, StoreEqualsIndexPut) {
     auto run = random_run(4, 3, 20, 32, dtype), reference = random_run(4, 3, 20, 32, dtype);
     reference.keys.copy_(run.keys);
     reference.values.copy_(run.values);
-    const std::vector<int64_t> rows{0, 2, 3}, columns{5, 0, 19};
+    const auto r = torch::tensor({0, 2, 3}, torch::kInt64), c = torch::tensor({5, 0, 19}, torch::kInt64);
     auto k = torch::randn({3, 3, 32}), v = torch::randn({3, 3, 32});
-    store_cache_entries(run.keys, run.values, rows, columns, k, v);
+    store_cache_entries(run.keys, run.values, r, c, k, v);
     using torch::indexing::Slice;
-    auto r = torch::tensor(rows), c = torch::tensor(columns);
     reference.keys.index_put_({r, Slice(), c}, k.to(dtype));
     reference.values.index_put_({r, Slice(), c}, v.to(dtype));
     EXPECT_TRUE(torch::equal(run.keys, reference.keys)) << c10::toString(dtype);
