@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <nlohmann/json.hpp>
@@ -32,48 +33,41 @@
 namespace sinklm {
 namespace {
 
-// Bytes per second a large float32 copy on `device` moves (read + write), best of 3: the memory bandwidth one
-// LibTorch thread pool reaches here, or the GPU's device memory bandwidth.
-double measured_copy_bandwidth(torch::Device device) {
-  auto src = torch::ones({64 << 20}, torch::TensorOptions().device(device)), dst = torch::empty_like(src);  // 256 MiB
-  auto sync = [&] {
-    if (device.is_cuda()) torch::cuda::synchronize(device.index());
-  };
-  dst.copy_(src);
-  double best = 0;
-  for (int trial = 0; trial < 3; ++trial) {
-    sync();
+// `work` / the fastest of 3 timed calls of run() on `device` (after one untimed call), waiting for the device.
+double best_rate(torch::Device device, double work, const std::function<void()>& run) {
+  auto timed = [&] {
     const auto t0 = std::chrono::steady_clock::now();
-    dst.copy_(src);
-    sync();
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = std::max(best, 2.0 * src.numel() * sizeof(float) / seconds);
-  }
+    run();
+    if (device.is_cuda()) torch::cuda::synchronize(device.index());
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  timed();
+  double best = 0;
+  for (int trial = 0; trial < 3; ++trial) best = std::max(best, work / timed());
   return best;
 }
 
-// float32 FLOP/s of the products a decode step runs, on `device`, best of 3: on an AVX-512 CPU the few-row
-// kernel (model/few_row_matmul.h; 16 rows by a 1 MiB weight, which stays in L2), elsewhere 1024^3 torch::mm.
+// Bytes per second a large float32 copy on `device` moves (read + write): the memory bandwidth one LibTorch
+// thread pool reaches here, or the GPU's device memory bandwidth.
+double measured_copy_bandwidth(torch::Device device) {
+  auto src = torch::ones({64 << 20}, torch::TensorOptions().device(device)), dst = torch::empty_like(src);  // 256 MiB
+  return best_rate(device, 2.0 * src.numel() * sizeof(float), [&] { dst.copy_(src); });
+}
+
+// float32 FLOP/s of the products a decode step runs, on `device`: on an AVX-512 CPU the few-row kernel
+// (model/few_row_matmul.h; 16 rows by a 1 MiB weight, which stays in L2), elsewhere 1024^3 torch::mm.
 double measured_matmul_rate(torch::Device device) {
   const auto options = torch::TensorOptions().device(device);
-  const bool few_rows = device.is_cpu() && cpu_has_avx512f();
-  const auto a = few_rows ? torch::randn({16, 256}, options) : torch::randn({1024, 1024}, options);
-  const auto b = few_rows ? torch::randn({1024, 256}, options) : torch::randn({1024, 1024}, options);
-  const auto packed = few_rows ? pack_few_row_weight(b) : torch::Tensor();
-  const int calls = few_rows ? 50 : 1;
-  const double flops = 2.0 * calls * a.size(0) * a.size(1) * b.size(0);
-  auto run = [&] {
-    for (int i = 0; i < calls; ++i) few_rows ? few_row_matmul(a, packed, {}, b.size(0)) : torch::mm(a, b);
-    if (device.is_cuda()) torch::cuda::synchronize(device.index());
-  };
-  run();
-  double best = 0;
-  for (int trial = 0; trial < 3; ++trial) {
-    const auto t0 = std::chrono::steady_clock::now();
-    run();
-    best = std::max(best, flops / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  if (device.is_cpu() && cpu_has_avx512f()) {
+    const auto a = torch::randn({16, 256}, options), b = torch::randn({1024, 256}, options);
+    const auto packed = pack_few_row_weight(b);
+    constexpr int kCalls = 50;
+    return best_rate(device, 2.0 * kCalls * 16 * 256 * 1024, [&] {
+      for (int i = 0; i < kCalls; ++i) few_row_matmul(a, packed, {}, 1024);
+    });
   }
-  return best;
+  const auto a = torch::randn({1024, 1024}, options), b = torch::randn({1024, 1024}, options);
+  return best_rate(device, 2.0 * 1024 * 1024 * 1024, [&] { torch::mm(a, b); });
 }
 
 // Bytes one decode step reads from the weights: every parameter except the input embedding (a lookup).
