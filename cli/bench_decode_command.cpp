@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <optional>
@@ -86,6 +87,16 @@ double decode_flops_per_token(GPTNeoXForCausalLM& model, int64_t entries) {
     if (p.value().dim() == 2 && p.key().find("embed_in") == std::string::npos) weights += p.value().numel();
   const auto& c = model->config();
   return 2.0 * weights + 4.0 * c.num_layers * c.hidden_size * entries;
+}
+
+// --trace DIR, created if missing; a user error naming the flag where it cannot be.
+std::string trace_directory(const std::string& dir) {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error || !std::filesystem::is_directory(dir))
+    fail("--trace ", dir, ": cannot use it as the trace directory (", error ? error.message() : "not a directory",
+         "); give a writable directory");
+  return dir;
 }
 
 std::vector<int64_t> random_text(int64_t count, int64_t vocab) {
@@ -161,7 +172,7 @@ int run_bench_decode_command(const std::vector<std::string>& argv) {
     if (device.is_cuda()) torch::cuda::synchronize();
   };
   std::optional<KernelTrace> trace;
-  if (args.has("trace")) trace.emplace(decode, warmup - 1, warmup + decode, args.get("trace"), device);
+  if (args.has("trace")) trace.emplace(decode, warmup - 1, warmup + decode, trace_directory(args.get("trace")), device);
   for (int64_t s = 0; s < warmup + decode; ++s) {
     if (trace) trace->before_step(s);
     std::vector<StreamChunk> chunks;

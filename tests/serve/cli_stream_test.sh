@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `sinklm stream` end to end on a tiny byte-vocabulary model: the JSON summary, the per-token NLL file, the
-# KV count over time, the --compare table, and errors that name the bad option.
+# KV count over time, the --compare table, and errors that name the bad option; `sinklm bench-decode`.
 set -euo pipefail
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -44,4 +44,24 @@ expect_error "unknown cache policy 'sliding'" --cache sliding
 expect_error "leave no room" --window 4 --sinks 4
 expect_error "at most 100 entries" --cache full --window 100
 expect_error "expected cache or stream" --positions absolute
+# `sinklm bench-decode`: 4 streams batched, the bounds beside the figure, --trace's operator table, and a
+# --trace that is not a directory named in the error.
+"$SINKLM_BIN" bench-decode --threads 1 --checkpoint "$work/ckpt" --window 64 --streams 4 --decode 3 \
+  --trace "$work/trace" >"$work/bench.json" 2>/dev/null
+"$PYTHON" - "$work" <<'PY'
+import json, os, sys
+work = sys.argv[1]
+b = json.load(open(f"{work}/bench.json"))
+assert b["streams"] == 4 and b["kv_entries"] == 64 and b["tokens_per_second"] > 0, b
+assert 0 < b["memory_plus_compute_bound_tokens_per_second"] < b["bound_tokens_per_second"], b
+assert b["flops_per_token"] > 0 and b["matmul_gflops"] > 0, b
+assert "aten::" in open(f"{work}/trace/trace_top.txt").read()
+assert os.path.getsize(f"{work}/trace/trace.json") > 0
+print("bench-decode ok")
+PY
+if "$SINKLM_BIN" bench-decode --threads 1 --checkpoint "$work/ckpt" --decode 1 --trace "$work/text.txt" \
+  >/dev/null 2>"$work/err"; then
+  echo "bench-decode --trace FILE should fail"; exit 1
+fi
+grep -q -- "--trace $work/text.txt: cannot use it as the trace directory" "$work/err" || { cat "$work/err"; exit 1; }
 echo "cli stream ok"
