@@ -11,7 +11,9 @@ class ProjectionImpl : public torch::nn::LinearImpl {
  public:
   using torch::nn::LinearImpl::LinearImpl;
 
-  // Rows up to which the packed product runs; larger products (prefill chunks) go to BLAS, which is faster there.
+  // Rows up to which the packed product runs (a decode step has one per decoding stream); larger products
+  // (prefill chunks) stay with BLAS, whose large-product path does not re-read each weight panel per 16-row
+  // tile as the kernel does. The crossover has not been measured.
   static constexpr int64_t kFewRows = 64;
 
   // x [..., in] -> [..., out]. The packed copy serves inputs of at most kFewRows rows (all dimensions but the
