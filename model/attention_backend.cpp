@@ -1,8 +1,16 @@
 #include "model/attention_backend.h"
 
 #include "model/attention.h"
+#include "model/packed_qkv_attention.h"
 
 namespace sinklm {
+
+torch::Tensor AttentionBackend::attend_packed(int64_t layer, const torch::Tensor& qkv, const torch::Tensor& sink_logit) {
+  const int64_t B = qkv.size(0), T = qkv.size(1), H = qkv.size(2), D = qkv.size(3) / 3;
+  auto heads = qkv.permute({0, 2, 1, 3});  // [B, H, T, 3D]
+  auto out = attend(layer, heads.narrow(-1, 0, D), heads.narrow(-1, D, D), heads.narrow(-1, 2 * D, D), sink_logit);
+  return out.transpose(1, 2).reshape({B, T, H * D});  // [B, H, T, D] -> [B, T, H * D]
+}
 
 CausalAttention::CausalAttention(const RotaryEmbedding& rotary, const torch::Tensor& positions, AttentionImpl impl)
     : impl_(impl) {
@@ -12,6 +20,12 @@ CausalAttention::CausalAttention(const RotaryEmbedding& rotary, const torch::Ten
 torch::Tensor CausalAttention::attend(int64_t, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                       const torch::Tensor& sink_logit) {
   return causal_attention(apply_rotary(q, cos_, sin_), apply_rotary(k, cos_, sin_), v, sink_logit, impl_);
+}
+
+torch::Tensor CausalAttention::attend_packed(int64_t layer, const torch::Tensor& qkv, const torch::Tensor& sink_logit) {
+  if (impl_ == AttentionImpl::Fast && packed_qkv_attention_applies(qkv))
+    return packed_qkv_attention(qkv, cos_, sin_, sink_logit);
+  return AttentionBackend::attend_packed(layer, qkv, sink_logit);
 }
 
 }  // namespace sinklm

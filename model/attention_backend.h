@@ -20,6 +20,10 @@ class AttentionBackend {
   // undefined (model/sink.h). Returns [B, H, T, D]. Called once per layer, in layer order.
   virtual torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                const torch::Tensor& sink_logit) = 0;
+  // The layer's entry: qkv [B, T, H, 3D], the query_key_value projection's output (per head q | k | v) ->
+  // [B, T, H * D], the dense projection's input. By default: split into q, k, v views, attend(), merge the
+  // heads. A back-end with a fused kernel for the packed layout overrides it.
+  virtual torch::Tensor attend_packed(int64_t layer, const torch::Tensor& qkv, const torch::Tensor& sink_logit);
 };
 
 // Causal attention over the whole sequence; rotary at `positions` ([T] or [B, T] int64).
@@ -28,6 +32,9 @@ class CausalAttention : public AttentionBackend {
   CausalAttention(const RotaryEmbedding& rotary, const torch::Tensor& positions, AttentionImpl impl);
   torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                        const torch::Tensor& sink_logit) override;
+  // The fast implementation on an AVX-512 CPU in float32: rotary and attention in one kernel
+  // (model/packed_qkv_attention.h); else attend().
+  torch::Tensor attend_packed(int64_t layer, const torch::Tensor& qkv, const torch::Tensor& sink_logit) override;
 
  protected:
   torch::Tensor cos_, sin_;  // [T, R] or [B, T, R]

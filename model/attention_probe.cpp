@@ -19,6 +19,10 @@ class ProbingAttention : public CausalAttention {
     probabilities.push_back(causal_attention_probabilities(rotated_q, rotated_k, sink_logit)[0].cpu());  // [H, T, T]
     return causal_attention(rotated_q, rotated_k, v, sink_logit, impl_);
   }
+  // The probe needs q and k after rotary: always through attend().
+  torch::Tensor attend_packed(int64_t layer, const torch::Tensor& qkv, const torch::Tensor& sink_logit) override {
+    return AttentionBackend::attend_packed(layer, qkv, sink_logit);
+  }
   std::vector<torch::Tensor> probabilities;
 };
 

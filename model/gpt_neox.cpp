@@ -34,12 +34,8 @@ torch::Tensor GPTNeoXAttentionImpl::sink_logit_or_undefined() const {
 
 torch::Tensor GPTNeoXAttentionImpl::forward(const torch::Tensor& x, AttentionBackend& backend, int64_t layer) {
   const int64_t B = x.size(0), T = x.size(1);
-  auto qkv = query_key_value(x).view({B, T, num_heads_, 3 * head_dim_}).permute({0, 2, 1, 3});  // [B, H, T, 3D]
-  auto q = qkv.narrow(-1, 0, head_dim_);
-  auto k = qkv.narrow(-1, head_dim_, head_dim_);
-  auto v = qkv.narrow(-1, 2 * head_dim_, head_dim_);
-  auto out = backend.attend(layer, q, k, v, sink_logit_or_undefined());  // [B, H, T, D]
-  return dense(out.transpose(1, 2).reshape({B, T, num_heads_ * head_dim_}));
+  auto qkv = query_key_value(x).view({B, T, num_heads_, 3 * head_dim_});  // [B, T, H, 3D]
+  return dense(backend.attend_packed(layer, qkv, sink_logit_or_undefined()));  // [B, T, H * D]
 }
 
 GPTNeoXMLPImpl::GPTNeoXMLPImpl(const ModelConfig& c) {

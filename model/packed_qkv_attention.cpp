@@ -1,0 +1,379 @@
+#include "model/packed_qkv_attention.h"
+
+#include <ATen/Parallel.h>
+#include <ATen/record_function.h>
+#include <immintrin.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/types.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "core/cpu_features.h"
+#include "core/error.h"
+
+namespace sinklm {
+namespace {
+
+constexpr int kTileRows = 8;     // rows of a register tile: 8 rows x 2 registers = 16 accumulators
+constexpr int kBlockRows = 16;   // query rows per block: the depth of the key-side products dV, dK
+constexpr int64_t kLanes = 16;  // float32 lanes of an AVX-512 register
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
+
+// The lanes of a register that hold one of the `left` values still to go.
+inline __mmask16 lane_mask(int64_t left) {
+  return left >= kLanes ? __mmask16(0xFFFF) : left <= 0 ? __mmask16(0) : __mmask16((1u << left) - 1);
+}
+
+// exp(x) = 2^n exp(r), n = round(x / ln 2), |r| <= ln 2 / 2, exp(r) by its degree-6 Taylor polynomial
+// (relative error ~1e-7, like a float32 libm); 0 below -87, where float32 leaves its normal range.
+__attribute__((target("avx512f"))) inline __m512 exp_ps(__m512 x) {
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);  // ln 2 in two parts (Cephes)
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 720);
+  for (float c : {1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f}) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c));
+  return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_GE_OQ), _mm512_scalef_ps(p, n));
+}
+
+// out[i, c] (+)= sum_{k < K} a(i, k) * b[k, c] for i < R and NV * 16 columns c from 0: R x NV accumulators in
+// registers, one 16-wide load of b per k feeding R multiply-adds each. a(i, k) = a[i * a_row + k * a_col], so a
+// tile can be read transposed in place.
+template <int R, int NV, bool kAccumulate>
+__attribute__((target("avx512f"))) inline void matmul_block(const float* a, int64_t a_row, int64_t a_col, const float* b,
+                                                            int64_t ldb, int64_t K, float* out, int64_t ldo) {
+  __m512 acc[R][NV];
+  for (int i = 0; i < R; ++i)
+    for (int v = 0; v < NV; ++v) acc[i][v] = kAccumulate ? _mm512_loadu_ps(out + i * ldo + v * kLanes) : _mm512_setzero_ps();
+  for (int64_t k = 0; k < K; ++k) {
+    __m512 bk[NV];
+    for (int v = 0; v < NV; ++v) bk[v] = _mm512_loadu_ps(b + k * ldb + v * kLanes);
+    for (int i = 0; i < R; ++i) {
+      const __m512 x = _mm512_set1_ps(a[i * a_row + k * a_col]);
+      for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(x, bk[v], acc[i][v]);
+    }
+  }
+  for (int i = 0; i < R; ++i)
+    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(out + i * ldo + v * kLanes, acc[i][v]);
+}
+
+// out[i, c] (+)= sum_{k < K} a(i, k) * b[k, c] for i < R, c < N (a multiple of 16), 32 columns at a time: a
+// tile of at most 8 rows times a matrix, every product of this file (scores, their gradients, outputs).
+template <int R, bool kAccumulate>
+__attribute__((target("avx512f"))) void tile_matmul(const float* a, int64_t a_row, int64_t a_col, const float* b,
+                                                    int64_t ldb, int64_t K, int64_t N, float* out, int64_t ldo) {
+  int64_t c = 0;
+  for (; c + 2 * kLanes <= N; c += 2 * kLanes) matmul_block<R, 2, kAccumulate>(a, a_row, a_col, b + c, ldb, K, out + c, ldo);
+  if (c < N) matmul_block<R, 1, kAccumulate>(a, a_row, a_col, b + c, ldb, K, out + c, ldo);
+}
+
+using MatmulFn = void (*)(const float*, int64_t, int64_t, const float*, int64_t, int64_t, int64_t, float*, int64_t);
+
+// The products for a tile of R rows (R = 1 .. kTileRows: the last tile of a sequence may be short).
+struct TileKernels {
+  MatmulFn matmul;      // out = a b
+  MatmulFn matmul_add;  // out += a b
+};
+
+template <int R>
+constexpr TileKernels tile_kernels() {
+  return {tile_matmul<R, false>, tile_matmul<R, true>};
+}
+
+const TileKernels& kernels_for(int64_t rows) {
+  static const TileKernels table[kTileRows + 1] = {{},
+                                                   tile_kernels<1>(), tile_kernels<2>(), tile_kernels<3>(),
+                                                   tile_kernels<4>(), tile_kernels<5>(), tile_kernels<6>(),
+                                                   tile_kernels<7>(), tile_kernels<8>()};
+  SINKLM_ASSERT(rows >= 1 && rows <= kTileRows);
+  return table[rows];
+}
+
+// out[i, c] (+)= sum_{k < K} a(i, k) * b[k, c] for i < rows (any number: register tiles of up to 8), c < N.
+template <bool kAccumulate>
+void rows_matmul(int64_t rows, const float* a, int64_t a_row, int64_t a_col, const float* b, int64_t ldb, int64_t K,
+                 int64_t N, float* out, int64_t ldo) {
+  for (int64_t i = 0; i < rows; i += kTileRows) {
+    const TileKernels& k = kernels_for(std::min<int64_t>(kTileRows, rows - i));
+    (kAccumulate ? k.matmul_add : k.matmul)(a + i * a_row, a_row, a_col, b, ldb, K, N, out + i * ldo, ldo);
+  }
+}
+
+__attribute__((target("avx512f"))) float max_of(const float* s, int64_t n) {
+  __m512 m = _mm512_set1_ps(kNegInf);
+  for (int64_t j = 0; j < n; j += kLanes) m = _mm512_max_ps(m, _mm512_mask_loadu_ps(m, lane_mask(n - j), s + j));
+  return _mm512_reduce_max_ps(m);
+}
+
+// s[j] = exp(s[j] - shift) for j < valid, 0 for valid <= j < n; returns the sum. s holds round_up(n, 16).
+__attribute__((target("avx512f"))) float exp_shifted(float* s, int64_t valid, int64_t n, float shift) {
+  const __m512 m = _mm512_set1_ps(shift);
+  __m512 sum = _mm512_setzero_ps();
+  int64_t j = 0;
+  for (; j < valid; j += kLanes) {
+    const __mmask16 mask = lane_mask(valid - j);
+    const __m512 e = _mm512_maskz_mov_ps(mask, exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, s + j), m)));
+    _mm512_storeu_ps(s + j, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  for (; j < n; j += kLanes) _mm512_storeu_ps(s + j, _mm512_setzero_ps());
+  return _mm512_reduce_add_ps(sum);
+}
+
+__attribute__((target("avx512f"))) void scale_in_place(float* s, int64_t n, float factor) {
+  const __m512 f = _mm512_set1_ps(factor);
+  for (int64_t j = 0; j < n; j += kLanes) {
+    const __mmask16 mask = lane_mask(n - j);
+    _mm512_mask_storeu_ps(s + j, mask, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, s + j), f));
+  }
+}
+
+// ds[j] = p[j] * (ds[j] - delta) for j < n (the softmax's backward; ds holds dP on entry, p is 0 where masked).
+__attribute__((target("avx512f"))) void softmax_backward_row(const float* p, float* ds, int64_t n, float delta) {
+  const __m512 d = _mm512_set1_ps(delta);
+  for (int64_t j = 0; j < n; j += kLanes) {
+    const __mmask16 mask = lane_mask(n - j);
+    const __m512 g = _mm512_sub_ps(_mm512_maskz_loadu_ps(mask, ds + j), d);
+    _mm512_mask_storeu_ps(ds + j, mask, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, p + j), g));
+  }
+}
+
+float dot(const float* a, const float* b, int64_t n) {
+  float sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+// One attention problem: pointers into contiguous float32 tensors and their shapes.
+struct Problem {
+  Problem(const torch::Tensor& qkv, const torch::Tensor& cos, const torch::Tensor& sin, const torch::Tensor& sink_logit)
+      : qkv(qkv.data_ptr<float>()),
+        B(qkv.size(0)),
+        T(qkv.size(1)),
+        H(qkv.size(2)),
+        D(qkv.size(3) / 3),
+        cos(cos.data_ptr<float>()),
+        sin(sin.data_ptr<float>()),
+        R(cos.size(-1)),
+        rotary_batch_stride(cos.dim() == 3 ? T * R : 0),
+        sink(sink_logit.numel() > 0 ? sink_logit.data_ptr<float>() : nullptr),
+        scale(static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)))) {}
+
+  const float* qkv_row(int64_t b, int64_t t, int64_t h) const { return qkv + ((b * T + t) * H + h) * 3 * D; }
+  int64_t head_row(int64_t b, int64_t t, int64_t h) const { return ((b * T + t) * H + h) * D; }  // into [B, T, H, D]
+  const float* cos_at(int64_t b, int64_t t) const { return cos + b * rotary_batch_stride + t * R; }
+  const float* sin_at(int64_t b, int64_t t) const { return sin + b * rotary_batch_stride + t * R; }
+  int64_t padded_T() const { return round_up(T, kLanes); }
+
+  const float* qkv;
+  int64_t B, T, H, D;
+  const float *cos, *sin;
+  int64_t R, rotary_batch_stride;
+  const float* sink;  // [H], or null for an empty sink_logit (no sink column)
+  float scale;        // 1 / sqrt(D), folded into the packed queries
+};
+
+// GPT-NeoX rotary ("rotate half" on the first R dims), times `scale`:
+//   y[d] = x[d] c[d] + (d < R/2 ? -x[d + R/2] : x[d - R/2]) s[d]  (d < R),  y[d] = x[d]  (d >= R).
+void rotate(const float* x, const float* c, const float* s, int64_t R, int64_t D, float scale, float* y) {
+  const int64_t half = R / 2;
+  for (int64_t d = 0; d < R; ++d) y[d] = (x[d] * c[d] + (d < half ? -x[d + half] : x[d - half]) * s[d]) * scale;
+  for (int64_t d = R; d < D; ++d) y[d] = x[d] * scale;
+}
+
+// Its transpose, for gradients: y = scale * rotateᵀ(g).
+void rotate_back(const float* g, const float* c, const float* s, int64_t R, int64_t D, float scale, float* y) {
+  const int64_t half = R / 2;
+  for (int64_t d = 0; d < R; ++d)
+    y[d] = (g[d] * c[d] + (d < half ? g[d + half] * s[d + half] : -g[d - half] * s[d - half])) * scale;
+  for (int64_t d = R; d < D; ++d) y[d] = g[d] * scale;
+}
+
+// One (batch row, head) task's operands, packed once per task; reused across the tasks of one thread.
+struct Panels {
+  explicit Panels(const Problem& p)
+      : q(p.T * p.D), k(p.T * p.D), kt(p.D * p.padded_T(), 0.0f), v(p.T * p.D), vt(p.D * p.padded_T(), 0.0f),
+        probs(kBlockRows * p.padded_T()), grads(kBlockRows * p.padded_T()), dq(kBlockRows * p.D), dout(p.T * p.D),
+        delta(p.T), dk(p.T * p.D), dv(p.T * p.D) {}
+
+  // q [T, D] rotated and scaled, k [T, D] and kt [D, T_pad] rotated (kt zero past T); then v [T, D] for the
+  // forward (O = P V), or vt [D, T_pad] for the backward (dP = dO Vᵀ).
+  void pack(const Problem& p, int64_t b, int64_t h, bool for_backward) {
+    const int64_t D = p.D, Tp = p.padded_T();
+    for (int64_t t = 0; t < p.T; ++t) {
+      const float* x = p.qkv_row(b, t, h);
+      rotate(x, p.cos_at(b, t), p.sin_at(b, t), p.R, D, p.scale, &q[t * D]);
+      rotate(x + D, p.cos_at(b, t), p.sin_at(b, t), p.R, D, 1.0f, &k[t * D]);
+      for (int64_t d = 0; d < D; ++d) kt[d * Tp + t] = k[t * D + d];
+      if (!for_backward) std::memcpy(&v[t * D], x + 2 * D, D * sizeof(float));
+      if (for_backward)
+        for (int64_t d = 0; d < D; ++d) vt[d * Tp + t] = x[2 * D + d];
+    }
+  }
+
+  std::vector<float> q, k, kt, v, vt;
+  std::vector<float> probs, grads;  // [kBlockRows, T_pad]: a block's probabilities, and dP / dS
+  std::vector<float> dq;            // [kBlockRows, D]
+  std::vector<float> dout, delta;   // [T, D] the output's gradient, [T] dO_i . O_i
+  std::vector<float> dk, dv;        // [T, D] accumulated over the query tiles
+};
+
+// Query rows [i0, i0 + rows) of a block: row r sees keys 0 .. i0 + r, the block keys [0, n), n = i0 + rows.
+struct Tile {
+  Tile(int64_t i0, int64_t T) : i0(i0), rows(std::min<int64_t>(kBlockRows, T - i0)), n(i0 + rows) {}
+  int64_t visible(int64_t r) const { return i0 + r + 1; }
+  int64_t i0, rows, n;
+};
+
+// Forward of task (b, h): out rows of [B, T, H, D], lse [T] (the softmax's log-normaliser, sink included).
+void forward_task(const Problem& p, int64_t b, int64_t h, Panels& w, float* out, float* lse) {
+  const int64_t D = p.D, Tp = p.padded_T(), ldo = p.H * D;
+  w.pack(p, b, h, /*for_backward=*/false);
+  for (int64_t i0 = 0; i0 < p.T; i0 += kBlockRows) {
+    const Tile tile(i0, p.T);
+    rows_matmul<false>(tile.rows, &w.q[i0 * D], D, 1, w.kt.data(), Tp, D, round_up(tile.n, kLanes), w.probs.data(),
+                       Tp);  // S = Q Kᵀ
+    for (int64_t r = 0; r < tile.rows; ++r) {
+      float* s = &w.probs[r * Tp];
+      const int64_t visible = tile.visible(r);
+      float m = max_of(s, visible);
+      if (p.sink) m = std::max(m, p.sink[h]);
+      const float total = exp_shifted(s, visible, tile.n, m) + (p.sink ? std::exp(p.sink[h] - m) : 0.0f);
+      scale_in_place(s, visible, 1.0f / total);
+      lse[i0 + r] = m + std::log(total);
+    }
+    rows_matmul<false>(tile.rows, w.probs.data(), Tp, 1, w.v.data(), D, tile.n, D, out + p.head_row(b, i0, h),
+                       ldo);  // O = P V
+  }
+}
+
+// c[j, :] += sum_{r < rows} m[r, j] a[r, :] for j < n: the products dV += Pᵀ dO and dK += dSᵀ Q, key rows
+// against the block's query rows (m read transposed in place).
+void accumulate_transposed(const float* m, int64_t ld, const Tile& tile, const float* a, int64_t lda, int64_t D,
+                           float* c) {
+  rows_matmul<true>(tile.n, m, 1, ld, a, lda, tile.rows, D, c, D);
+}
+
+// Backward of task (b, h): writes its q, k, v gradients into dqkv [B, T, H, 3D]; returns d(sink logit).
+double backward_task(const Problem& p, int64_t b, int64_t h, Panels& w, const float* dout, const float* out,
+                     const float* lse, float* dqkv) {
+  const int64_t D = p.D, Tp = p.padded_T();
+  w.pack(p, b, h, /*for_backward=*/true);
+  // One pass over this head's rows of dO and O (strided, from memory) before the products, which then read
+  // dO from cache: interleaved with them, these loads were half of this function's time.
+  for (int64_t t = 0; t < p.T; ++t) {
+    const float* dout_row = dout + p.head_row(b, t, h);
+    w.delta[t] = dot(dout_row, out + p.head_row(b, t, h), D);
+    std::memcpy(&w.dout[t * D], dout_row, D * sizeof(float));
+  }
+  std::fill(w.dk.begin(), w.dk.end(), 0.0f);
+  std::fill(w.dv.begin(), w.dv.end(), 0.0f);
+  double dsink = 0;
+  for (int64_t i0 = 0; i0 < p.T; i0 += kBlockRows) {
+    const Tile tile(i0, p.T);
+    const float* dout_tile = &w.dout[i0 * D];
+    const int64_t width = round_up(tile.n, kLanes);
+    rows_matmul<false>(tile.rows, &w.q[i0 * D], D, 1, w.kt.data(), Tp, D, width, w.probs.data(), Tp);  // S = Q Kᵀ
+    rows_matmul<false>(tile.rows, dout_tile, D, 1, w.vt.data(), Tp, D, width, w.grads.data(), Tp);  // dP = dO Vᵀ
+    for (int64_t r = 0; r < tile.rows; ++r) {
+      const float delta = w.delta[i0 + r];
+      exp_shifted(&w.probs[r * Tp], tile.visible(r), tile.n, lse[i0 + r]);          // P = exp(S - lse)
+      softmax_backward_row(&w.probs[r * Tp], &w.grads[r * Tp], tile.n, delta);      // dS = P (dP - delta)
+      if (p.sink) dsink -= std::exp(double(p.sink[h]) - lse[i0 + r]) * delta;        // sink's own column
+    }
+    accumulate_transposed(w.probs.data(), Tp, tile, dout_tile, D, D, w.dv.data());  // dV += Pᵀ dO
+    accumulate_transposed(w.grads.data(), Tp, tile, &w.q[i0 * D], D, D, w.dk.data());  // dK += dSᵀ Q
+    rows_matmul<false>(tile.rows, w.grads.data(), Tp, 1, w.k.data(), D, tile.n, D, w.dq.data(), D);  // dQ = dS K
+    for (int64_t r = 0; r < tile.rows; ++r)
+      rotate_back(&w.dq[r * D], p.cos_at(b, i0 + r), p.sin_at(b, i0 + r), p.R, D, p.scale,
+                  dqkv + p.head_row(b, i0 + r, h) * 3);
+  }
+  for (int64_t t = 0; t < p.T; ++t) {
+    float* row = dqkv + p.head_row(b, t, h) * 3;
+    rotate_back(&w.dk[t * D], p.cos_at(b, t), p.sin_at(b, t), p.R, D, 1.0f, row + D);
+    std::memcpy(row + 2 * D, &w.dv[t * D], D * sizeof(float));
+  }
+  return dsink;
+}
+
+// Runs task(b, h, panels) for every (batch row, head) on LibTorch's intra-op threads, one Panels per thread.
+template <typename Task>
+void for_each_head(const Problem& p, const Task& task) {
+  at::parallel_for(0, p.B * p.H, 1, [&](int64_t begin, int64_t end) {
+    Panels panels(p);
+    for (int64_t i = begin; i < end; ++i) task(i / p.H, i % p.H, panels);
+  });
+}
+
+class PackedQkvAttentionFunction : public torch::autograd::Function<PackedQkvAttentionFunction> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& qkv, const torch::Tensor& cos,
+                               const torch::Tensor& sin, const torch::Tensor& sink_logit) {
+    RECORD_FUNCTION("sinklm::packed_qkv_attention", std::vector<c10::IValue>());  // a row of train.trace_steps
+    const Problem p(qkv, cos, sin, sink_logit);
+    auto out = torch::empty({p.B, p.T, p.H * p.D}, qkv.options());  // [B, T, H, D] merged
+    auto lse = torch::empty({p.B, p.H, p.T}, qkv.options());
+    float* out_data = out.data_ptr<float>();
+    float* lse_data = lse.data_ptr<float>();
+    for_each_head(p, [&](int64_t b, int64_t h, Panels& w) {
+      forward_task(p, b, h, w, out_data, lse_data + (b * p.H + h) * p.T);
+    });
+    ctx->save_for_backward({qkv, cos, sin, sink_logit, out, lse});
+    return out;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor &qkv = saved[0], &sink_logit = saved[3], &out = saved[4], &lse = saved[5];
+    const Problem p(qkv, saved[1], saved[2], sink_logit);
+    const auto dout = grads[0].contiguous();
+    auto dqkv = torch::empty_like(qkv);
+    std::vector<double> dsink(p.B * p.H, 0.0);
+    const float* dout_data = dout.data_ptr<float>();
+    const float* out_data = out.data_ptr<float>();
+    const float* lse_data = lse.data_ptr<float>();
+    float* dqkv_data = dqkv.data_ptr<float>();
+    for_each_head(p, [&](int64_t b, int64_t h, Panels& w) {
+      dsink[b * p.H + h] =
+          backward_task(p, b, h, w, dout_data, out_data, lse_data + (b * p.H + h) * p.T, dqkv_data);
+    });
+    torch::Tensor dsink_logit;
+    if (p.sink) {
+      std::vector<double> per_head(p.H, 0.0);
+      for (int64_t i = 0; i < p.B * p.H; ++i) per_head[i % p.H] += dsink[i];  // a fixed order: deterministic
+      dsink_logit = torch::tensor(per_head, torch::kFloat64).to(torch::kFloat32);
+    }
+    return {dqkv, torch::Tensor(), torch::Tensor(), dsink_logit};
+  }
+};
+
+}  // namespace
+
+bool packed_qkv_attention_applies(const torch::Tensor& qkv) {
+  return cpu_has_avx512f() && qkv.device().is_cpu() && qkv.scalar_type() == torch::kFloat32 && qkv.dim() == 4 &&
+         qkv.size(3) % (3 * kLanes) == 0 && qkv.size(3) > 0 && qkv.is_contiguous();
+}
+
+torch::Tensor packed_qkv_attention(const torch::Tensor& qkv, const torch::Tensor& cos, const torch::Tensor& sin,
+                                   const torch::Tensor& sink_logit) {
+  SINKLM_ASSERT(packed_qkv_attention_applies(qkv), "packed_qkv_attention: qkv must be [B, T, H, 3D] float32 CPU");
+  const int64_t T = qkv.size(1);
+  SINKLM_ASSERT(cos.sizes() == sin.sizes() && cos.size(-2) == T && (cos.dim() == 2 || cos.size(0) == qkv.size(0)),
+                "cos/sin must be [T, R] or [B, T, R]");
+  SINKLM_ASSERT(cos.size(-1) % 2 == 0 && cos.size(-1) <= qkv.size(3) / 3, "rotary dims must be even and <= D");
+  SINKLM_ASSERT(!sink_logit.defined() || (sink_logit.dim() == 1 && sink_logit.size(0) == qkv.size(2)),
+                "sink_logit must be [H]");
+  auto f32 = [](const torch::Tensor& t) { return t.to(torch::kFloat32).contiguous(); };
+  // autograd::Function takes no undefined inputs: "no sink column" travels as an empty tensor.
+  return PackedQkvAttentionFunction::apply(qkv, f32(cos), f32(sin),
+                                           sink_logit.defined() ? f32(sink_logit) : torch::empty({0}));
+}
+
+}  // namespace sinklm
