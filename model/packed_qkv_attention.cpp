@@ -9,9 +9,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <vector>
 
+#include "core/avx512_math.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
 
@@ -21,26 +21,8 @@ namespace {
 constexpr int kTileRows = 8;     // rows of a register tile: 8 rows x 2 registers = 16 accumulators
 constexpr int kBlockRows = 16;   // query rows per block: the depth of the key-side products dV, dK
 constexpr int64_t kLanes = 16;  // float32 lanes of an AVX-512 register
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
-
-// The lanes of a register that hold one of the `left` values still to go.
-inline __mmask16 lane_mask(int64_t left) {
-  return left >= kLanes ? __mmask16(0xFFFF) : left <= 0 ? __mmask16(0) : __mmask16((1u << left) - 1);
-}
-
-// exp(x) = 2^n exp(r), n = round(x / ln 2), |r| <= ln 2 / 2, exp(r) by its degree-6 Taylor polynomial
-// (relative error ~1e-7, like a float32 libm); 0 below -87, where float32 leaves its normal range.
-__attribute__((target("avx512f"))) inline __m512 exp_ps(__m512 x) {
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);  // ln 2 in two parts (Cephes)
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.0f / 720);
-  for (float c : {1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f}) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c));
-  return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_GE_OQ), _mm512_scalef_ps(p, n));
-}
 
 // out[i, c] (+)= sum_{k < K} a(i, k) * b[k, c] for i < R and NV * 16 columns c from 0: R x NV accumulators in
 // registers, one 16-wide load of b per k feeding R multiply-adds each. a(i, k) = a[i * a_row + k * a_col], so a
@@ -103,12 +85,6 @@ void rows_matmul(int64_t rows, const float* a, int64_t a_row, int64_t a_col, con
     const TileKernels& k = kernels_for(std::min<int64_t>(kTileRows, rows - i));
     (kAccumulate ? k.matmul_add : k.matmul)(a + i * a_row, a_row, a_col, b, ldb, K, N, out + i * ldo, ldo);
   }
-}
-
-__attribute__((target("avx512f"))) float max_of(const float* s, int64_t n) {
-  __m512 m = _mm512_set1_ps(kNegInf);
-  for (int64_t j = 0; j < n; j += kLanes) m = _mm512_max_ps(m, _mm512_mask_loadu_ps(m, lane_mask(n - j), s + j));
-  return _mm512_reduce_max_ps(m);
 }
 
 // s[j] = exp(s[j] - shift) for j < valid, 0 for valid <= j < n; returns the sum. s holds round_up(n, 16).

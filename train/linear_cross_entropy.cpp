@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "train/softmax_cross_entropy.h"
 
 namespace sinklm {
 namespace {
@@ -10,6 +11,19 @@ namespace {
 // Rows per chunk: about 2M logits (8 MB), so that the softmax passes over a chunk run in the last-level cache
 // (32 MB chunks went to memory: 1.3x slower softmax on `small`), at least 256 rows so the GEMMs stay efficient.
 int64_t chunk_rows(int64_t vocab) { return std::max<int64_t>(256, (int64_t{2} << 20) / vocab); }
+
+// Adds the chunk's summed cross-entropy to `loss`; returns its logits [r, V] turned into softmax - one-hot
+// (when `gradient`). On an AVX-512 CPU in one kernel (train/softmax_cross_entropy.h), else with LibTorch's ops.
+torch::Tensor chunk_loss_and_gradient(torch::Tensor logits, const torch::Tensor& t, const torch::Tensor& keep,
+                                      torch::Tensor& loss, bool gradient) {
+  if (softmax_cross_entropy_applies(logits)) {
+    loss.add_(softmax_cross_entropy(logits, t.squeeze(1), keep.squeeze(1), gradient));
+    return logits;
+  }
+  auto log_probs = torch::log_softmax(logits, 1);
+  loss.sub_(log_probs.gather(1, t).mul_(keep).sum());
+  return gradient ? log_probs.exp_().scatter_add_(1, t, keep.neg()) : log_probs;
+}
 
 struct LinearCrossEntropy : torch::autograd::Function<LinearCrossEntropy> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& hidden,
@@ -29,12 +43,10 @@ struct LinearCrossEntropy : torch::autograd::Function<LinearCrossEntropy> {
       auto h = hidden.narrow(0, begin, rows);                                // [r, C]
       auto keep = valid.narrow(0, begin, rows).unsqueeze(1);                 // [r, 1]
       auto t = safe_target.narrow(0, begin, rows);                           // [r, 1]
-      auto log_probs = torch::log_softmax(torch::mm(h, weight.t()), 1);      // [r, V]
-      loss.sub_(log_probs.gather(1, t).mul_(keep).sum());
+      // grad_logits = d loss / d logits = softmax - one-hot. Ignored rows are not zeroed here (a pass over
+      // [r, V]); their hidden rows are zeroed for the weight gradient and their hidden gradient rows afterwards.
+      auto grad_logits = chunk_loss_and_gradient(torch::mm(h, weight.t()), t, keep, loss, wants_grad);  // [r, V]
       if (!wants_grad) continue;
-      // d loss / d logits = softmax - one-hot. Ignored rows are not zeroed here (a pass over [r, V]); their
-      // hidden rows are zeroed for the weight gradient and their hidden gradient rows afterwards instead.
-      auto grad_logits = log_probs.exp_().scatter_add_(1, t, keep.neg());  // [r, V]
       auto grad_h = grad_hidden.narrow(0, begin, rows);
       torch::mm_out(grad_h, grad_logits, weight).mul_(keep);                 // [r, C]
       if (begin == 0) torch::mm_out(grad_weight, grad_logits.t(), h * keep);  // [V, C]

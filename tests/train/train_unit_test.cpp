@@ -1,6 +1,7 @@
 // Trainer building blocks against references: the flat AdamW against torch::optim::AdamW, the schedule's
 // shape, weight-decay grouping, gradients landing in the flat buffer, the chunked projection + cross-entropy
 // against the plain one, and batch arithmetic errors.
+#include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -11,6 +12,7 @@
 #include "train/adamw.h"
 #include "train/flat_parameters.h"
 #include "train/linear_cross_entropy.h"
+#include "train/softmax_cross_entropy.h"
 #include "train/train_options.h"
 
 namespace sinklm {
@@ -79,6 +81,33 @@ TEST(LinearCrossEntropy, MatchesProjectionThenCrossEntropyWithIgnoredRows) {
   torch::NoGradGuard no_grad;  // validation: the loss alone
   EXPECT_NEAR(linear_cross_entropy_sum(hidden, weight, target, -100).item<double>(), expected.item<double>(),
               1e-6 * expected.item<double>());
+}
+
+TEST(SoftmaxCrossEntropy, KernelMatchesLogSoftmaxOnRaggedRowsAndThreads) {
+  if (!softmax_cross_entropy_applies(torch::zeros({1, 16}))) GTEST_SKIP() << "the kernel needs AVX-512";
+  torch::manual_seed(6);
+  const int64_t rows = 37, V = 1001;  // V not a multiple of 16: the masked tail
+  auto logits = torch::randn({rows, V}) * 4;
+  auto target = torch::randint(0, V, {rows}, torch::kInt64);
+  auto keep = torch::ones({rows});
+  keep[5] = 0;
+  auto log_probs = torch::log_softmax(logits, 1);
+  const double expected = -(log_probs.gather(1, target.unsqueeze(1)).squeeze(1) * keep).sum().item<double>();
+  auto expected_grad = log_probs.exp().scatter_add(1, target.unsqueeze(1), -keep.unsqueeze(1));
+  std::vector<torch::Tensor> grads;
+  const int threads_before = at::get_num_threads();
+  for (int threads : {1, 2}) {
+    at::set_num_threads(threads);
+    auto g = logits.clone();
+    EXPECT_NEAR(softmax_cross_entropy(g, target, keep, true), expected, 1e-6 * expected);
+    EXPECT_TRUE(torch::allclose(g, expected_grad, 1e-5, 1e-7)) << (g - expected_grad).abs().max();
+    grads.push_back(g);
+  }
+  at::set_num_threads(threads_before);
+  EXPECT_TRUE(torch::equal(grads[0], grads[1])) << "same bits on 1 and 2 threads";
+  auto untouched = logits.clone();
+  EXPECT_NEAR(softmax_cross_entropy(untouched, target, keep, false), expected, 1e-6 * expected);
+  EXPECT_TRUE(torch::equal(untouched, logits)) << "no gradient wanted: logits left as they were";
 }
 
 TEST(FlatAdamW, MatchesTorchAdamWWithDecayGroups) {
