@@ -56,7 +56,8 @@ torch::Tensor sink_attention_mass(const ModelConfig& model, const torch::Tensor&
 // softmax over the last dim of `scores` [..., H, Tq, Tk] with one more column holding `sink_logit` [H]
 // (undefined = no column: plain softmax), that column dropped afterwards: p_ij = exp(s_ij) / (exp(b_h) +
 // sum_j exp(s_ij)). Masked entries are -inf. Every attention path (model/attention.cpp's reference,
-// serve/'s stream caches) calls this; the fast path folds the same column into SDPA (model/attention.cpp).
+// serve/'s stream caches) calls this; the fast paths fold the same column into SDPA (model/attention.cpp) or
+// into their own normaliser (model/packed_qkv_attention.cpp), both tested equal to this.
 torch::Tensor softmax_with_sink(const torch::Tensor& scores, const torch::Tensor& sink_logit);
 
 }  // namespace sinklm
