@@ -41,7 +41,8 @@ std::vector<KeySpec> build_schema() {
       integer("model.eos_token_id", 0, 0, 1 << 24, "end-of-text id (config.json)"),
       integer("model.init_seed", 1234, 0, 1e15, "seed for the GPT-NeoX initialisation"),
       choice("model.attention", {"fast", "reference"},
-             "fast = scaled_dot_product_attention; reference = plain softmax(QK^T)V"),
+             "fast = sinklm's fused kernel on an AVX-512 CPU in float32, else scaled_dot_product_attention; "
+             "reference = plain softmax(QK^T)V"),
       choice("model.sink.mode", {"none", "token", "softmax1", "logit"},
              "none = vanilla; token = learnable sink token(s); softmax1 = zero sink; logit = learned per-head "
              "sink logit"),
