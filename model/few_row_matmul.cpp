@@ -5,24 +5,20 @@
 
 #include <array>
 
+#include "core/avx512_math.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
 
 namespace sinklm {
 namespace {
 
-constexpr int64_t kPanel = 16;  // output columns per panel: one AVX-512 register of float32
+constexpr int64_t kPanel = kLanes;  // output columns per panel: one AVX-512 register of float32
 constexpr int kMaxRows = 16;    // rows per tile: 16 accumulators, half the register file
 constexpr int64_t kPrefetchSteps = 32;  // 2 KiB ahead per panel stream: DRAM latency at the rate a 16-row tile reads
 
 // Panels a tile of M rows computes together: enough independent accumulators (M * P >= 8) to hide the
 // multiply-add latency when M is small, without running out of registers (M * P <= 16).
 constexpr int panels_per_group(int M) { return M <= 2 ? 8 : M <= 4 ? 4 : M <= 8 ? 2 : 1; }
-
-// The lanes of a panel that hold one of the `left` columns still to go (all 16, some, or none).
-inline __mmask16 column_mask(int64_t left) {
-  return left >= kPanel ? __mmask16(0xFFFF) : left <= 0 ? __mmask16(0) : __mmask16((1u << left) - 1);
-}
 
 // One tile: rows xt ([K, M], the tile's rows transposed so that a step over k reads M consecutive floats)
 // times P consecutive panels starting at w, plus bias (its first `columns` values, or null), into y (row
@@ -33,7 +29,7 @@ __attribute__((target("avx512f"))) void tile(const float* xt, int64_t K, const f
                                              int64_t ldy, int64_t columns) {
   __m512 acc[M][P];
   for (int p = 0; p < P; ++p) {
-    const __m512 b = bias ? _mm512_maskz_loadu_ps(column_mask(columns - p * kPanel), bias + p * kPanel) : _mm512_setzero_ps();
+    const __m512 b = bias ? _mm512_maskz_loadu_ps(lane_mask(columns - p * kPanel), bias + p * kPanel) : _mm512_setzero_ps();
     for (int r = 0; r < M; ++r) acc[r][p] = b;
   }
   for (int64_t k = 0; k < K; ++k) {
@@ -51,7 +47,7 @@ __attribute__((target("avx512f"))) void tile(const float* xt, int64_t K, const f
     }
   }
   for (int p = 0; p < P && columns > p * kPanel; ++p)
-    for (int r = 0; r < M; ++r) _mm512_mask_storeu_ps(y + r * ldy + p * kPanel, column_mask(columns - p * kPanel), acc[r][p]);
+    for (int r = 0; r < M; ++r) _mm512_mask_storeu_ps(y + r * ldy + p * kPanel, lane_mask(columns - p * kPanel), acc[r][p]);
 }
 
 using TileFn = void (*)(const float*, int64_t, const float*, const float*, float*, int64_t, int64_t);

@@ -20,7 +20,6 @@ namespace {
 
 constexpr int kTileRows = 8;     // rows of a register tile: 8 rows x 2 registers = 16 accumulators
 constexpr int kBlockRows = 16;   // query rows per block: the depth of the key-side products dV, dK
-constexpr int64_t kLanes = 16;  // float32 lanes of an AVX-512 register
 
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 

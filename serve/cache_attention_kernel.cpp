@@ -8,6 +8,7 @@
 #include <array>
 #include <cstring>
 
+#include "core/avx512_math.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
 
@@ -15,7 +16,6 @@ namespace sinklm {
 namespace {
 
 using c10::BFloat16;
-constexpr int64_t kLanes = 16;  // float32 per AVX-512 register
 constexpr int kMaxChunks = 8;   // D up to 128
 
 // 16 stored values as float32; the masked forms read only the lanes in `mask` (0 elsewhere), so a tail never
@@ -55,7 +55,7 @@ template <typename T, int NB>
 __attribute__((target("avx512f"))) void score_block(const float* q, int64_t D, const T* keys, int64_t dim_stride,
                                                     int64_t columns, float* scores) {
   const int64_t left = columns - (NB - 1) * kLanes;  // 1..16 in the last register
-  const __mmask16 tail = left >= kLanes ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
+  const __mmask16 tail = lane_mask(left);
   __m512 acc[NB];
   for (int b = 0; b < NB; ++b) acc[b] = _mm512_setzero_ps();
   for (int64_t d = 0; d < D; ++d) {
@@ -85,7 +85,7 @@ template <typename T>
 __attribute__((target("avx512f"))) void score_rows(const float* q, int64_t D, const T* keys, int64_t dim_stride,
                                                    int64_t width, float* scores) {
   const int64_t full = width / kLanes * kLanes;
-  const __mmask16 tail = __mmask16((1u << (width - full)) - 1);
+  const __mmask16 tail = lane_mask(width - full);
   for (int64_t d = 0; d < D; ++d) {
     const __m512 qd = _mm512_set1_ps(q[d]);
     const T* k = keys + d * dim_stride;
