@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/args.h"
-#include "data/text_codec.h"
+#include "data/tokenizers/text_codec.h"
 #include "model/checkpoint.h"
 #include "serve/kv_cache_policy.h"
 

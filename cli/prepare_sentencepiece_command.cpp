@@ -5,9 +5,9 @@
 #include "core/args.h"
 #include "core/atomic_dir.h"
 #include "core/error.h"
-#include "data/corpus_files.h"
+#include "data/corpus/corpus_files.h"
 #include "cli/prepare_steps.h"
-#include "data/sentencepiece_tokenizer.h"
+#include "data/tokenizers/sentencepiece_tokenizer.h"
 
 namespace sinklm {
 

@@ -1,5 +1,5 @@
 // sinklm prepare shards: documents (JSONL, JSONL.gz/.zst, text, corpus directories) -> a token shard directory
-// (data/prepare_job.h), in parallel over the threads of each rank and over MPI ranks
+// (data/prepare/prepare_job.h), in parallel over the threads of each rank and over MPI ranks
 // (`mpirun -np N sinklm prepare shards ...`). This file parses flags and runs the collectives.
 #include <iostream>
 #include <memory>
@@ -8,7 +8,7 @@
 #include "cli/prepare_steps.h"
 #include "core/args.h"
 #include "core/error.h"
-#include "data/prepare_job.h"
+#include "data/prepare/prepare_job.h"
 #include "train/distributed_context.h"
 
 namespace sinklm {

@@ -1,5 +1,5 @@
-// sinklm prepare synthetic: a Bigram-Backcopy token stream (data/bigram_backcopy.h) written as an ordinary
-// shard directory (data/shard_directory.h), so `sinklm train` reads it exactly as it reads text.
+// sinklm prepare synthetic: a Bigram-Backcopy token stream (data/synthetic/bigram_backcopy.h) written as an ordinary
+// shard directory (data/shards/shard_directory.h), so `sinklm train` reads it exactly as it reads text.
 //
 // Output directory:
 //   train-00000.bin, validation-00000.bin, test-00000.bin   one document per split: that split's stream
@@ -9,7 +9,7 @@
 //   manifest.json              the shard manifest, plus "synthetic": the options, symbols, triggers with
 //                              what they copy, the bigram table, and per split the oracle's loss
 //                              (nats/token) and the share of copied tokens
-// The tokenizer is bytes (id = byte value; data/text_codec.h): train with data.tokenizer empty and
+// The tokenizer is bytes (id = byte value; data/tokenizers/text_codec.h): train with data.tokenizer empty and
 // model.tokenizer_vocab_size = 256 (configs/synthetic.yaml).
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -18,8 +18,8 @@
 #include "core/args.h"
 #include "core/atomic_dir.h"
 #include "core/error.h"
-#include "data/bigram_backcopy.h"
-#include "data/shard_directory.h"
+#include "data/synthetic/bigram_backcopy.h"
+#include "data/shards/shard_directory.h"
 
 namespace sinklm {
 namespace {

@@ -12,8 +12,8 @@
 #include "model/checkpoint.h"
 #include "cli/commands.h"
 #include "cli/inference_model.h"
-#include "serve/streaming_perplexity.h"
-#include "data/text_codec.h"
+#include "eval/streaming_perplexity.h"
+#include "data/tokenizers/text_codec.h"
 
 namespace sinklm {
 namespace {

@@ -9,7 +9,7 @@
 #include "core/args.h"
 #include "core/error.h"
 #include "cli/commands.h"
-#include "data/tokenizer.h"
+#include "data/tokenizers/tokenizer.h"
 
 namespace sinklm {
 namespace {

@@ -47,7 +47,7 @@ std::vector<KeySpec> build_schema() {
              "none = vanilla; token = learnable sink token(s); softmax1 = zero sink; logit = learned per-head "
              "sink logit"),
       integer("model.sink.count", 1, 1, 64, "number of learnable sink tokens (mode token)"),
-      // data: token shards and the loader that reads them (data/token_loader.h)
+      // data: token shards and the loader that reads them (data/shards/token_loader.h)
       text("data.tokenizer", "", "tokenizer.json, vocab.json (+ merges.txt), *.tiktoken or SentencePiece *.model"),
       text("data.shards", "", "directory written by `sinklm prepare shards`"),
       integer("data.seed", 1234, 0, 1e15, "seed of the training sample order (each epoch is reshuffled from it)"),

@@ -15,7 +15,7 @@ const char* const kRepairHint =
     "; the copy is damaged or the binary is stale: restore eval/benchmarks/ with git and rebuild, or score your own "
     "files with --data DIR";
 
-// Decompresses gzip bytes held in memory (data/gzip_file.h reads files; these sets are inside the binary).
+// Decompresses gzip bytes held in memory (data/io/gzip_file.h reads files; these sets are inside the binary).
 std::string gunzip(std::string_view compressed, const std::string& origin) {
   z_stream z{};
   SINKLM_ASSERT(inflateInit2(&z, 16 + MAX_WBITS) == Z_OK);  // 16+: expect a gzip header

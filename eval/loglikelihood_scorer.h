@@ -17,7 +17,7 @@
 
 #include "eval/task_formats.h"
 #include "model/gpt_neox.h"
-#include "data/text_codec.h"
+#include "data/tokenizers/text_codec.h"
 
 namespace sinklm {
 

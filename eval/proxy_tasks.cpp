@@ -9,8 +9,8 @@
 
 #include "core/atomic_dir.h"
 #include "core/error.h"
-#include "data/corpus_files.h"
-#include "data/seeded_random.h"
+#include "data/corpus/corpus_files.h"
+#include "core/seeded_random.h"
 
 namespace sinklm {
 namespace {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "core/ends_with.h"
 #include "core/error.h"
 #include "model/activation_checkpoint.h"
 
@@ -116,15 +117,12 @@ void GPTNeoXForCausalLMImpl::initialize() {
   for (auto& item : named_parameters()) {
     const std::string& name = item.key();
     torch::Tensor& p = item.value();
-    auto ends_with = [&](const std::string& suffix) {
-      return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-    };
     torch::Tensor value = torch::empty(p.sizes(), torch::kFloat32);
     if (name.find("layernorm") != std::string::npos || name.find("layer_norm") != std::string::npos) {
-      value.fill_(ends_with(".weight") ? 1.0 : 0.0);
-    } else if (ends_with(".bias") || is_sink_parameter(name)) {
+      value.fill_(ends_with(name, ".weight") ? 1.0 : 0.0);
+    } else if (ends_with(name, ".bias") || is_sink_parameter(name)) {
       value.zero_();
-    } else if (ends_with("attention.dense.weight") || ends_with("dense_4h_to_h.weight")) {
+    } else if (ends_with(name, "attention.dense.weight") || ends_with(name, "dense_4h_to_h.weight")) {
       value.normal_(0.0, wang, generator);
     } else {
       value.normal_(0.0, small, generator);

@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include "core/ends_with.h"
 #include "core/config.h"
 #include "core/error.h"
 #include "model/model_config.h"
@@ -49,8 +50,7 @@ std::vector<int64_t> with_sink_prefix(const ModelConfig& model, const std::vecto
 }
 
 bool is_sink_parameter(const std::string& name) {
-  static const std::string kName = "sink_logit";
-  return name.size() >= kName.size() && name.compare(name.size() - kName.size(), kName.size(), kName) == 0;
+  return ends_with(name, "sink_logit");
 }
 
 int64_t default_cache_sinks(const ModelConfig& model) {

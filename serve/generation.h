@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "serve/cached_decoder.h"
-#include "data/text_codec.h"
+#include "data/tokenizers/text_codec.h"
 #include "serve/token_sampler.h"
 
 namespace sinklm {

@@ -17,7 +17,7 @@
 #include <string>
 
 #include "serve/session_store.h"
-#include "data/text_codec.h"
+#include "data/tokenizers/text_codec.h"
 
 namespace sinklm {
 

@@ -4,18 +4,15 @@
 
 #include <algorithm>
 
+#include "core/ends_with.h"
 #include "core/error.h"
 #include "model/sink.h"
 
 namespace sinklm {
 
 bool takes_weight_decay(const std::string& name) {
-  auto ends_with = [&](const char* suffix) {
-    std::string s(suffix);
-    return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
-  };
   bool norm = name.find("layernorm") != std::string::npos || name.find("layer_norm") != std::string::npos;
-  return !norm && !ends_with(".bias") && !is_sink_parameter(name);
+  return !norm && !ends_with(name, ".bias") && !is_sink_parameter(name);
 }
 
 FlatParameters::FlatParameters(torch::nn::Module& model, int64_t pad_multiple) {

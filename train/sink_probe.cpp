@@ -5,7 +5,7 @@
 #include <chrono>
 
 #include "core/error.h"
-#include "data/token_loader.h"
+#include "data/shards/token_loader.h"
 #include "model/attention_probe.h"
 
 namespace sinklm {

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "core/config.h"
-#include "data/token_loader.h"
+#include "data/shards/token_loader.h"
 #include "model/gpt_neox.h"
 #include "train/communicator.h"
 #include "train/distributed_context.h"

@@ -7,7 +7,7 @@
 //     optimizer.rank<R>.safetensors          rank R's range of them; metadata "begin", "end" give the range
 //     trainer_state.json                     {"format": "sinklm-train-state", "version": 1, "step": completed
 //                                            steps, "adam_steps": n, "world_size": R, "zero": bool,
-//                                            "flat_numel": N, "loader": {cursor of data/token_loader.h}}
+//                                            "flat_numel": N, "loader": {cursor of data/shards/token_loader.h}}
 //   RUN_DIR/checkpoints/step_00000100.partial/   being written by all ranks; never read
 //
 // The data order is a pure function of data.seed and the loader cursor, and training draws no random

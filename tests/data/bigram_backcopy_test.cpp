@@ -1,6 +1,6 @@
-// The synthetic Bigram-Backcopy source (data/bigram_backcopy.h): seeded, its copy rules hold on every
+// The synthetic Bigram-Backcopy source (data/synthetic/bigram_backcopy.h): seeded, its copy rules hold on every
 // trigger, its log-probabilities are those of the process that drew the tokens, and bad options name the flag.
-#include "data/bigram_backcopy.h"
+#include "data/synthetic/bigram_backcopy.h"
 
 #include <gtest/gtest.h>
 

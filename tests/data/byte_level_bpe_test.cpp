@@ -1,12 +1,12 @@
-#include "data/byte_level_bpe.h"
+#include "data/tokenizers/byte_level_bpe.h"
 
 #include <gtest/gtest.h>
 
 #include <random>
 
 #include "core/error.h"
-#include "data/byte_level_alphabet.h"
-#include "data/gpt2_pretokenizer.h"
+#include "data/tokenizers/byte_level_alphabet.h"
+#include "data/tokenizers/gpt2_pretokenizer.h"
 
 namespace sinklm {
 namespace {

@@ -3,9 +3,9 @@
 #include <set>
 
 #include "core/error.h"
-#include "data/corpus_split.h"
-#include "data/seeded_random.h"
-#include "data/text_cleaning.h"
+#include "data/corpus/corpus_split.h"
+#include "core/seeded_random.h"
+#include "data/corpus/text_cleaning.h"
 
 namespace sinklm {
 namespace {

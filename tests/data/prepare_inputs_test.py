@@ -50,7 +50,7 @@ def splitmix64(x):
 
 
 def split_of(seed, text, validation, test):
-    """data/hash_split.h: FNV-1a over the UTF-8 bytes, seeded and mixed with SplitMix64."""
+    """data/prepare/hash_split.h: FNV-1a over the UTF-8 bytes, seeded and mixed with SplitMix64."""
     h = splitmix64(seed) ^ 0xCBF29CE484222325
     for c in text.encode():
         h = ((h ^ c) * 0x100000001B3) & M64

@@ -10,13 +10,13 @@
 #include <set>
 
 #include "core/error.h"
-#include "data/document_reader.h"
-#include "data/document_record.h"
-#include "data/hash_split.h"
-#include "data/input_files.h"
-#include "data/prepare_plan.h"
-#include "data/read_file.h"
-#include "data/token_shard.h"
+#include "data/prepare/document_reader.h"
+#include "data/prepare/document_record.h"
+#include "data/prepare/hash_split.h"
+#include "data/prepare/input_files.h"
+#include "data/prepare/prepare_plan.h"
+#include "data/io/read_file.h"
+#include "data/shards/token_shard.h"
 #include "test_dir.h"
 
 namespace sinklm {

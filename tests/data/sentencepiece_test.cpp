@@ -1,4 +1,4 @@
-#include "data/sentencepiece_tokenizer.h"
+#include "data/tokenizers/sentencepiece_tokenizer.h"
 
 #include <gtest/gtest.h>
 

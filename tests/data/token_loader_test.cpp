@@ -1,4 +1,4 @@
-#include "data/token_loader.h"
+#include "data/shards/token_loader.h"
 
 #include <gtest/gtest.h>
 

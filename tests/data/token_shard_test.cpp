@@ -1,4 +1,4 @@
-#include "data/token_shard.h"
+#include "data/shards/token_shard.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "core/error.h"
-#include "data/read_file.h"
+#include "data/io/read_file.h"
 #include "test_dir.h"
 
 namespace sinklm {

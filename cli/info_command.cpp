@@ -1,0 +1,72 @@
+#include "cli/commands.h"
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <iostream>
+#include <set>
+
+#include "core/args.h"
+#include "model/checkpoint.h"
+#include "model/model_summary.h"
+#include "model/safetensors.h"
+
+namespace fs = std::filesystem;
+
+namespace sinklm {
+namespace {
+
+const FlagSpec kSetFlag{"set", "KEY=VALUE", "override a config key (repeatable), e.g. model.sink.mode=token"};
+
+Config config_from_path(const std::string& path, const std::vector<std::string>& overrides) {
+  Config config = fs::is_directory(path) ? load_checkpoint_config(path) : Config::load_file(path);
+  config.apply_overrides(overrides);
+  return config;
+}
+
+}  // namespace
+
+int run_info_command(const std::vector<std::string>& argv) {
+  Args args("info", "<config.yaml | checkpoint-dir> [--set KEY=VALUE ...] [--json]",
+            {kSetFlag, {"json", "", "print one JSON object instead of text"}}, argv);
+  if (args.help_requested() || args.positionals().size() != 1) {
+    std::cout << args.usage();
+    return args.help_requested() ? 0 : 2;
+  }
+  const std::string path = args.positionals()[0];
+  Config config = config_from_path(path, args.get_all("set"));
+  ModelConfig model = ModelConfig::from(config);
+  nlohmann::json summary = model_summary_json(model);
+  summary["source"] = path;
+  if (fs::is_directory(path)) {
+    int64_t stored = 0;
+    std::set<std::string> dtypes;
+    SafetensorsFile weights(path + "/model.safetensors");
+    for (const auto& [name, entry] : weights.entries()) {
+      int64_t n = 1;
+      for (int64_t d : entry.shape) n *= d;
+      stored += n;
+      dtypes.insert(entry.dtype);
+    }
+    summary["checkpoint"] = {{"tensors", weights.entries().size()},
+                             {"stored_parameters", stored},
+                             {"dtypes", dtypes},
+                             {"verified", fs::exists(path + "/manifest.json")}};
+  }
+  if (args.has("json")) {
+    std::cout << summary.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "sinklm info " << path << "\n" << model_summary_text(model);
+  if (summary.contains("checkpoint")) {
+    const auto& ck = summary["checkpoint"];
+    std::cout << "  checkpoint    " << ck["tensors"] << " tensors, " << ck["stored_parameters"] << " values stored as "
+              << ck["dtypes"].dump() << "; "
+              << (ck["verified"] ? "manifest verified (size + sha256 of every file)" : "no manifest (Hugging Face export)")
+              << "\n";
+  }
+  return 0;
+}
+
+}  // namespace sinklm

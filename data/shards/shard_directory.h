@@ -1,0 +1,27 @@
+// A directory of token shards (written by `sinklm prepare shards`, data/prepare/prepare_job.h):
+//   <dir>/<split>-<unit>-<k>.bin   token shards (format: token_shard.h), documents never cross shards
+//   <dir>/manifest.json            {"format": "sinklm-shards", "format_version": 1, "tokenizer": description,
+//                                   "vocab_size", "end_of_text_id", "bytes_per_token", "inputs": [paths], "seed",
+//                                   "split_fractions": {"validation", "test"},
+//                                   "splits": {"train": {"shards": [file names], "tokens", "documents"}, ...},
+//                                   "documents": [{"id", "split", "shard", "tokens"}]   (corpus directory inputs)}
+//   <dir>/summary.json, bad_lines.tsv   totals and the skipped records (prepare_job.h)
+// Readers take the shard names from the manifest, in order.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "data/corpus/corpus_split.h"
+#include "data/shards/token_shard.h"
+
+namespace sinklm {
+
+// "<split>-<unit, 6 digits>-<index, 4 digits>.bin": shard `index` of work unit `unit` (prepare_plan.h).
+std::string shard_file_name(Split split, size_t unit, size_t index);
+std::string shard_manifest_path(const std::string& dir);
+
+// The shards of one split, opened (memory-mapped) in manifest order. UserError naming the manifest when it
+// is missing, malformed or lists no shard for the split, and naming a shard that fails its checks.
+std::vector<TokenShard> open_split_shards(const std::string& dir, Split split);
+
+}  // namespace sinklm

@@ -1,0 +1,63 @@
+#include "data/tokenizers/sentencepiece_tokenizer.h"
+
+#include <sentencepiece_processor.h>
+#include <sentencepiece_trainer.h>
+
+#include "core/error.h"
+
+namespace sinklm {
+
+SentencePieceTokenizer::SentencePieceTokenizer(const std::string& model_path)
+    : path_(model_path), processor_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {
+  auto status = processor_->Load(model_path);
+  if (!status.ok()) fail(model_path, ": not a SentencePiece model: ", status.ToString());
+  if (processor_->eos_id() < 0) fail(model_path, ": SentencePiece model has no </s> (end-of-text) piece");
+}
+
+SentencePieceTokenizer::~SentencePieceTokenizer() = default;
+
+TokenIds SentencePieceTokenizer::encode(std::string_view text) const {
+  std::vector<int> ids;
+  auto status = processor_->Encode(text, &ids);
+  SINKLM_ASSERT(status.ok(), "SentencePiece encode failed: ", status.ToString());
+  return TokenIds(ids.begin(), ids.end());
+}
+
+std::string SentencePieceTokenizer::decode(const TokenIds& ids) const {
+  std::vector<int> signed_ids;
+  for (uint32_t id : ids) {
+    if (id >= vocab_size()) fail("token id ", id, " is not in the vocabulary of ", path_, " (", vocab_size(), " ids)");
+    signed_ids.push_back(static_cast<int>(id));
+  }
+  std::string text;
+  auto status = processor_->Decode(signed_ids, &text);
+  SINKLM_ASSERT(status.ok(), "SentencePiece decode failed: ", status.ToString());
+  return text;
+}
+
+uint32_t SentencePieceTokenizer::vocab_size() const { return static_cast<uint32_t>(processor_->GetPieceSize()); }
+
+uint32_t SentencePieceTokenizer::end_of_text_id() const { return static_cast<uint32_t>(processor_->eos_id()); }
+
+std::string SentencePieceTokenizer::description() const {
+  return str("SentencePiece, ", vocab_size(), " ids, from ", path_);
+}
+
+void train_sentencepiece_bpe(const SentencePieceTrainingOptions& options) {
+  if (options.input_files.empty()) fail("SentencePiece training: no input files");
+  std::string inputs;
+  for (const auto& f : options.input_files) inputs += (inputs.empty() ? "" : ",") + f;
+  std::string args = str("--input=", inputs, " --model_prefix=", options.model_prefix, " --model_type=bpe",
+                         " --vocab_size=", options.vocab_size, " --byte_fallback=true",
+                         " --normalization_rule_name=identity --remove_extra_whitespaces=false",
+                         " --add_dummy_prefix=false --split_digits=true --allow_whitespace_only_pieces=true",
+                         " --character_coverage=0.9995 --max_sentence_length=16384 --shuffle_input_sentence=true",
+                         " --input_sentence_size=", options.max_sentences, 
+                         " --num_threads=", resolve_thread_count(options.threads),
+                         " --bos_id=-1 --eos_id=1 --unk_id=0 --pad_id=-1 --minloglevel=1");
+  sentencepiece::SetRandomGeneratorSeed(static_cast<unsigned int>(options.seed));
+  auto status = sentencepiece::SentencePieceTrainer::Train(args);
+  if (!status.ok()) fail("SentencePiece training on ", inputs, " failed: ", status.ToString());
+}
+
+}  // namespace sinklm
