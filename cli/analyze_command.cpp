@@ -27,9 +27,9 @@
 #include "core/args.h"
 #include "core/atomic_dir.h"
 #include "core/error.h"
-#include "model/attention_probe.h"
 #include "cli/commands.h"
 #include "cli/inference_model.h"
+#include "eval/attention_analysis.h"
 #include "eval/heatmap.h"
 
 namespace sinklm {
@@ -65,11 +65,6 @@ std::vector<int64_t> read_text_ids(const std::string& path, const TextCodec& cod
   return codec.encode(text.str());
 }
 
-// Per-head statistics accumulated over segments. [L, H] and [L, H, k].
-struct HeadStats {
-  torch::Tensor sink, first_positions;  // sink: model/sink.h's sink_attention_mass
-};
-
 }  // namespace
 
 int run_analyze_command(const std::vector<std::string>& argv) {
@@ -100,28 +95,16 @@ int run_analyze_command(const std::vector<std::string>& argv) {
     fail("--text ", args.get("text"), ": ", text.size(), " tokens, fewer than one segment of ", per_segment,
          " (lower --tokens or give more text)");
 
-  const torch::Device device = m.loaded.model->embed_out->weight.device();
-  const int64_t far = T / 2;  // queries far from the start: the second half of each segment
-  HeadStats stats{torch::zeros({L, H}), torch::zeros({L, H, k})};
-  std::vector<torch::Tensor> maps(L);  // [M, M] averaged over heads, summed over segments
-  for (int64_t s = 0; s < segments; ++s) {
-    const std::vector<int64_t> ids =
-        with_sink_prefix(c, {text.begin() + s * per_segment, text.begin() + (s + 1) * per_segment});
-    auto probs = attention_probabilities(m.loaded.model, torch::tensor(ids, torch::kInt64).unsqueeze(0).to(device));
-    for (int64_t l = 0; l < L; ++l) {
-      auto far_rows = probs[l].narrow(1, far, T - far);  // [H, Q, T]
-      stats.sink[l] += sink_attention_mass(c, far_rows).mean(1);
-      stats.first_positions[l] += far_rows.narrow(2, sinks, k).mean(1);
-      auto map = probs[l].narrow(1, 0, M).narrow(2, 0, M).mean(0);
-      maps[l] = maps[l].defined() ? maps[l] + map : map;
-    }
-  }
-  for (auto* t : {&stats.sink, &stats.first_positions}) *t /= double(segments);
+  std::vector<std::vector<int64_t>> segment_ids;
+  for (int64_t s = 0; s < segments; ++s)
+    segment_ids.push_back(with_sink_prefix(c, {text.begin() + s * per_segment, text.begin() + (s + 1) * per_segment}));
+  const AttentionMass stats = measure_attention_mass(m.loaded.model, segment_ids, k, M);
+  const int64_t far = stats.far;
   const SinkSite site = sink_site(c.sink_mode);
   const bool explicit_sink = site == SinkSite::Tokens, implicit_sink = site == SinkSite::Column;
   // The mass a reader looks for first: on the sink token, on the sink logit, or (vanilla) on position 0.
   const torch::Tensor position0 = stats.first_positions.select(2, 0);  // [L, H]
-  const torch::Tensor headline = stats.sink.contiguous();
+  const torch::Tensor headline = stats.sink.to(torch::kFloat32).contiguous();
   const std::string headline_name = sink_site_name(site);
   const bool sink_is_not_text = explicit_sink || implicit_sink;
 
@@ -141,8 +124,8 @@ int run_analyze_command(const std::vector<std::string>& argv) {
     for (int64_t h = 0; h < H; ++h) {
       nlohmann::json head = {{"head", h}};
       if (explicit_sink) head["sink_token"] = stats.sink[l][h].item<double>();
-      head["first_positions"] = std::vector<double>(stats.first_positions[l][h].data_ptr<float>(),
-                                                    stats.first_positions[l][h].data_ptr<float>() + k);
+      const torch::Tensor first = stats.first_positions[l][h].contiguous();
+      head["first_positions"] = std::vector<double>(first.data_ptr<double>(), first.data_ptr<double>() + k);
       if (implicit_sink) head["implicit_sink"] = stats.sink[l][h].item<double>();
       heads.push_back(head);
     }
@@ -169,7 +152,7 @@ int run_analyze_command(const std::vector<std::string>& argv) {
                              {"value", "mass on the " + headline_name}};
   md << "\nsink_mass.png: layers (rows, top = 0) x heads (columns), 0 (purple) .. 1 (yellow).\n";
   for (int64_t l : map_layers) {
-    auto map = maps[l] / double(segments);
+    auto map = stats.maps[l].to(torch::kFloat32);
     map = map.masked_fill(torch::ones({M, M}, torch::kBool).triu(1), std::nanf(""));
     // Query 0 sees only key 0 (probability 1); the colour range follows the other rows, so row 0 saturates.
     const double high =

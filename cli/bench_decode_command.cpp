@@ -27,7 +27,7 @@
 #include "model/checkpoint.h"
 #include "model/few_row_matmul.h"
 #include "serve/cached_decoder.h"
-#include "train/kernel_trace.h"
+#include "model/kernel_trace.h"
 #include "cli/commands.h"
 #include "cli/inference_model.h"
 

@@ -121,6 +121,7 @@ int run_stream_command(const std::vector<std::string>& argv) {
   }
   nlohmann::json summary = {{"checkpoint", m.checkpoint},
                             {"sink_mode", sink_mode_name(model.sink_mode)},
+                            {"default_cache_sinks", default_cache_sinks(model)},
                             {"tokenizer", tokenizer_description},
                             {"text_tokens", ids.size()},
                             {"runs", results}};

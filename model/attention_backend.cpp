@@ -5,10 +5,10 @@
 
 namespace sinklm {
 
-torch::Tensor AttentionBackend::attend_packed(int64_t layer, const torch::Tensor& qkv, const torch::Tensor& sink_logit) {
+torch::Tensor AttentionBackend::attend_packed(int64_t layer, const torch::Tensor& qkv, const SinkColumn& sink) {
   const int64_t B = qkv.size(0), T = qkv.size(1), H = qkv.size(2), D = qkv.size(3) / 3;
   auto heads = qkv.permute({0, 2, 1, 3});  // [B, H, T, 3D]
-  auto out = attend(layer, heads.narrow(-1, 0, D), heads.narrow(-1, D, D), heads.narrow(-1, 2 * D, D), sink_logit);
+  auto out = attend(layer, heads.narrow(-1, 0, D), heads.narrow(-1, D, D), heads.narrow(-1, 2 * D, D), sink);
   return out.transpose(1, 2).reshape({B, T, H * D});  // [B, H, T, D] -> [B, T, H * D]
 }
 
@@ -18,14 +18,14 @@ CausalAttention::CausalAttention(const RotaryEmbedding& rotary, const torch::Ten
 }
 
 torch::Tensor CausalAttention::attend(int64_t, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                      const torch::Tensor& sink_logit) {
-  return causal_attention(apply_rotary(q, cos_, sin_), apply_rotary(k, cos_, sin_), v, sink_logit, impl_);
+                                      const SinkColumn& sink) {
+  return causal_attention(apply_rotary(q, cos_, sin_), apply_rotary(k, cos_, sin_), v, sink, impl_);
 }
 
-torch::Tensor CausalAttention::attend_packed(int64_t layer, const torch::Tensor& qkv, const torch::Tensor& sink_logit) {
-  if (impl_ == AttentionImpl::Fast && packed_qkv_attention_applies(qkv))
-    return packed_qkv_attention(qkv, cos_, sin_, sink_logit);
-  return AttentionBackend::attend_packed(layer, qkv, sink_logit);
+torch::Tensor CausalAttention::attend_packed(int64_t layer, const torch::Tensor& qkv, const SinkColumn& sink) {
+  if (impl_ == AttentionImpl::Fast && packed_qkv_attention_applies(qkv, sink))
+    return packed_qkv_attention(qkv, cos_, sin_, sink);
+  return AttentionBackend::attend_packed(layer, qkv, sink);
 }
 
 }  // namespace sinklm

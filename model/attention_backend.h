@@ -16,14 +16,15 @@ namespace sinklm {
 class AttentionBackend {
  public:
   virtual ~AttentionBackend() = default;
-  // Layer `layer`'s attention. q, k, v: [B, H, T, D] before rotary; sink_logit: [H] (softmax1, logit) or
-  // undefined (model/sink.h). Returns [B, H, T, D]. Called once per layer, in layer order.
+  // Layer `layer`'s attention. q, k, v: [B, H, T, D] before rotary; sink: the layer's extra softmax column
+  // (model/sink.h: SinkColumn, absent for modes without one). Returns [B, H, T, D]. Called once per layer, in
+  // layer order.
   virtual torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                               const torch::Tensor& sink_logit) = 0;
+                               const SinkColumn& sink) = 0;
   // The layer's entry: qkv [B, T, H, 3D], the query_key_value projection's output (per head q | k | v) ->
   // [B, T, H * D], the dense projection's input. By default: split into q, k, v views, attend(), merge the
   // heads. A back-end with a fused kernel for the packed layout overrides it.
-  virtual torch::Tensor attend_packed(int64_t layer, const torch::Tensor& qkv, const torch::Tensor& sink_logit);
+  virtual torch::Tensor attend_packed(int64_t layer, const torch::Tensor& qkv, const SinkColumn& sink);
 };
 
 // Causal attention over the whole sequence; rotary at `positions` ([T] or [B, T] int64).
@@ -31,10 +32,10 @@ class CausalAttention : public AttentionBackend {
  public:
   CausalAttention(const RotaryEmbedding& rotary, const torch::Tensor& positions, AttentionImpl impl);
   torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                       const torch::Tensor& sink_logit) override;
+                       const SinkColumn& sink) override;
   // The fast implementation on an AVX-512 CPU in float32: rotary and attention in one kernel
   // (model/packed_qkv_attention.h); else attend().
-  torch::Tensor attend_packed(int64_t layer, const torch::Tensor& qkv, const torch::Tensor& sink_logit) override;
+  torch::Tensor attend_packed(int64_t layer, const torch::Tensor& qkv, const SinkColumn& sink) override;
 
  protected:
   torch::Tensor cos_, sin_;  // [T, R] or [B, T, R]

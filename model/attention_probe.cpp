@@ -13,15 +13,15 @@ class ProbingAttention : public CausalAttention {
  public:
   using CausalAttention::CausalAttention;
   torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                       const torch::Tensor& sink_logit) override {
+                       const SinkColumn& sink) override {
     auto rotated_q = apply_rotary(q, cos_, sin_), rotated_k = apply_rotary(k, cos_, sin_);
     SINKLM_ASSERT(static_cast<int64_t>(probabilities.size()) == layer, "layers must be probed in order");
-    probabilities.push_back(causal_attention_probabilities(rotated_q, rotated_k, sink_logit)[0].cpu());  // [H, T, T]
-    return causal_attention(rotated_q, rotated_k, v, sink_logit, impl_);
+    probabilities.push_back(causal_attention_probabilities(rotated_q, rotated_k, sink)[0].cpu());  // [H, T, T]
+    return causal_attention(rotated_q, rotated_k, v, sink, impl_);
   }
   // The probe needs q and k after rotary: always through attend().
-  torch::Tensor attend_packed(int64_t layer, const torch::Tensor& qkv, const torch::Tensor& sink_logit) override {
-    return AttentionBackend::attend_packed(layer, qkv, sink_logit);
+  torch::Tensor attend_packed(int64_t layer, const torch::Tensor& qkv, const SinkColumn& sink) override {
+    return AttentionBackend::attend_packed(layer, qkv, sink);
   }
   std::vector<torch::Tensor> probabilities;
 };

@@ -18,25 +18,21 @@ torch::nn::LayerNorm layer_norm(const ModelConfig& c) {
 
 }  // namespace
 
-GPTNeoXAttentionImpl::GPTNeoXAttentionImpl(const ModelConfig& c)
-    : num_heads_(c.num_heads),
-      head_dim_(c.head_dim()),
-      sink_mode_(c.sink_mode) {
+GPTNeoXAttentionImpl::GPTNeoXAttentionImpl(const ModelConfig& c) : config_(c) {
   query_key_value = register_module("query_key_value", Projection(c.hidden_size, 3 * c.hidden_size));
   dense = register_module("dense", Projection(c.hidden_size, c.hidden_size));
-  if (sink_mode_ == SinkMode::Logit) sink_logit = register_parameter("sink_logit", torch::zeros({c.num_heads}));
+  for (const auto& spec : sinklm::sink_parameters(c))
+    sink_parameters.push_back(register_parameter(spec.name, torch::zeros(spec.shape)));
 }
 
-torch::Tensor GPTNeoXAttentionImpl::sink_logit_or_undefined() const {
-  if (sink_mode_ == SinkMode::Logit) return sink_logit;
-  if (sink_mode_ == SinkMode::Softmax1) return torch::zeros({num_heads_}, dense->weight.options());
-  return {};
+SinkColumn GPTNeoXAttentionImpl::sink_column() const {
+  return sinklm::sink_column(config_, sink_parameters, dense->weight);
 }
 
 torch::Tensor GPTNeoXAttentionImpl::forward(const torch::Tensor& x, AttentionBackend& backend, int64_t layer) {
   const int64_t B = x.size(0), T = x.size(1);
-  auto qkv = query_key_value(x).view({B, T, num_heads_, 3 * head_dim_});  // [B, T, H, 3D]
-  return dense(backend.attend_packed(layer, qkv, sink_logit_or_undefined()));  // [B, T, H * D]
+  auto qkv = query_key_value(x).view({B, T, config_.num_heads, 3 * config_.head_dim()});  // [B, T, H, 3D]
+  return dense(backend.attend_packed(layer, qkv, sink_column()));  // [B, T, H * D]
 }
 
 GPTNeoXMLPImpl::GPTNeoXMLPImpl(const ModelConfig& c) {

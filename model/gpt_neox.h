@@ -25,16 +25,15 @@ class GPTNeoXAttentionImpl : public torch::nn::Module {
   explicit GPTNeoXAttentionImpl(const ModelConfig& config);
   // x: [B, T, C] -> [B, T, C]; q, k, v go to `backend` as layer `layer`.
   torch::Tensor forward(const torch::Tensor& x, AttentionBackend& backend, int64_t layer);
-  // The per-head extra softmax logit: learned ("logit"), zeros ("softmax1"), undefined otherwise. [H]
-  torch::Tensor sink_logit_or_undefined() const;
+  // The extra softmax column of this layer's heads (model/sink.h), absent for modes without one.
+  SinkColumn sink_column() const;
 
   Projection query_key_value{nullptr};  // [3C, C], rows grouped per head as [q, k, v]
   Projection dense{nullptr};            // [C, C]
-  torch::Tensor sink_logit;             // [H], registered only in mode "logit"
+  std::vector<torch::Tensor> sink_parameters;  // the mode's, in sink_parameters(config) order (model/sink.h)
 
  private:
-  int64_t num_heads_, head_dim_;
-  SinkMode sink_mode_;
+  ModelConfig config_;
 };
 TORCH_MODULE(GPTNeoXAttention);
 

@@ -46,7 +46,7 @@ int64_t ModelConfig::rotary_dims() const {
 ParameterCount count_parameters(const ModelConfig& c) {
   const int64_t h = c.hidden_size, i = c.intermediate_size;
   const int64_t layer_norm = 2 * h;
-  const int64_t attention = (h * 3 * h + 3 * h) + (h * h + h) + (c.sink_mode == SinkMode::Logit ? c.num_heads : 0);
+  const int64_t attention = (h * 3 * h + 3 * h) + (h * h + h) + sink_parameter_count(c);
   const int64_t mlp = (h * i + i) + (i * h + h);
   ParameterCount count;
   count.embedding = 2 * c.vocab_size * h;  // untied embed_in and embed_out

@@ -21,21 +21,6 @@ std::string mebibytes(double bytes) {
   return buf;
 }
 
-std::string sink_description(const ModelConfig& c) {
-  switch (c.sink_mode) {
-    case SinkMode::None: return "none (vanilla softmax attention)";
-    case SinkMode::Token: {
-      std::string ids;
-      for (int64_t id : sink_prefix(c)) ids += (ids.empty() ? "" : ",") + std::to_string(id);
-      return "token: " + std::to_string(c.sink_count) + " learnable sink token(s), id " + ids +
-             ", first in every sample and stream; 1 sink slot per token when streaming";
-    }
-    case SinkMode::Softmax1: return "softmax1: zero sink, exp(x_i) / (1 + sum_j exp(x_j))";
-    case SinkMode::Logit: return "logit: one learned sink logit per head and layer (extra softmax column)";
-  }
-  return "";
-}
-
 }  // namespace
 
 nlohmann::json model_summary_json(const ModelConfig& c) {
@@ -56,6 +41,8 @@ nlohmann::json model_summary_json(const ModelConfig& c) {
       {"tokenizer_vocab_size", c.tokenizer_vocab_size},
       {"sink_mode", sink_mode_name(c.sink_mode)},
       {"sink_token_count", c.sink_count},
+      {"sink_parameters_per_layer", sink_parameter_count(c)},
+      {"default_cache_sinks", default_cache_sinks(c)},
       {"parameters", params.total},
       {"non_embedding_parameters", params.non_embedding()},
       {"weight_bytes_fp32", params.total * 4},
@@ -84,7 +71,7 @@ std::string model_summary_text(const ModelConfig& c) {
   line("vocabulary", with_commas(c.vocab_size) + " rows (tokenizer " + with_commas(c.tokenizer_vocab_size) + ", sink " +
                          std::to_string(c.sink_count) + ", padding " +
                          with_commas(c.vocab_size - c.tokenizer_vocab_size - c.sink_count) + "), untied in/out");
-  line("sink", sink_description(c));
+  line("sink", sink_mode_description(c));
   line("parameters", with_commas(j["parameters"]) + " total, " + with_commas(j["non_embedding_parameters"]) +
                          " non-embedding");
   line("weights", mebibytes(j["weight_bytes_fp32"]) + " fp32, " + mebibytes(j["weight_bytes_bf16"]) + " bf16");

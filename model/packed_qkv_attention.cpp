@@ -356,14 +356,16 @@ class PackedQkvAttentionFunction : public torch::autograd::Function<PackedQkvAtt
 
 }  // namespace
 
-bool packed_qkv_attention_applies(const torch::Tensor& qkv) {
-  return cpu_has_avx512f() && qkv.device().is_cpu() && qkv.scalar_type() == torch::kFloat32 && qkv.dim() == 4 &&
+bool packed_qkv_attention_applies(const torch::Tensor& qkv, const SinkColumn& sink) {
+  return !sink.has_key_value() && cpu_has_avx512f() && qkv.device().is_cpu() && qkv.scalar_type() == torch::kFloat32 && qkv.dim() == 4 &&
          qkv.size(3) % (3 * kLanes) == 0 && qkv.size(3) > 0 && qkv.is_contiguous();
 }
 
 torch::Tensor packed_qkv_attention(const torch::Tensor& qkv, const torch::Tensor& cos, const torch::Tensor& sin,
-                                   const torch::Tensor& sink_logit) {
-  SINKLM_ASSERT(packed_qkv_attention_applies(qkv), "packed_qkv_attention: qkv must be [B, T, H, 3D] float32 CPU");
+                                   const SinkColumn& sink) {
+  SINKLM_ASSERT(packed_qkv_attention_applies(qkv, sink),
+                "packed_qkv_attention: qkv must be [B, T, H, 3D] float32 CPU, the sink column a logit only");
+  const torch::Tensor& sink_logit = sink.logit;
   const int64_t T = qkv.size(1);
   SINKLM_ASSERT(cos.sizes() == sin.sizes() && cos.size(-2) == T && (cos.dim() == 2 || cos.size(0) == qkv.size(0)),
                 "cos/sin must be [T, R] or [B, T, R]");

@@ -2,8 +2,10 @@
 
 #include <torch/torch.h>
 
-#include "core/ends_with.h"
+#include <cmath>
+
 #include "core/config.h"
+#include "core/ends_with.h"
 #include "core/error.h"
 #include "model/model_config.h"
 
@@ -21,6 +23,11 @@ const std::vector<std::string>& schema_names() {
 
 }  // namespace
 
+const std::vector<SinkMode>& all_sink_modes() {
+  static const std::vector<SinkMode> modes(std::begin(kModes), std::end(kModes));
+  return modes;
+}
+
 SinkMode parse_sink_mode(const std::string& name) {
   const auto& names = schema_names();
   for (size_t i = 0; i < names.size(); ++i)
@@ -32,6 +39,21 @@ const char* sink_mode_name(SinkMode mode) {
   const auto& names = schema_names();
   for (size_t i = 0; i < names.size(); ++i)
     if (kModes[i] == mode) return names[i].c_str();
+  SINKLM_ASSERT(false, "unhandled SinkMode");
+}
+
+std::string sink_mode_description(const ModelConfig& c) {
+  switch (c.sink_mode) {
+    case SinkMode::None: return "none (vanilla softmax attention)";
+    case SinkMode::Token: {
+      std::string ids;
+      for (int64_t id : sink_prefix(c)) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+      return "token: " + std::to_string(c.sink_count) + " learnable sink token(s), id " + ids +
+             ", first in every sample and stream; 1 sink slot per token when streaming";
+    }
+    case SinkMode::Softmax1: return "softmax1: zero sink, exp(x_i) / (1 + sum_j exp(x_j))";
+    case SinkMode::Logit: return "logit: one learned sink logit per head and layer (extra softmax column)";
+  }
   SINKLM_ASSERT(false, "unhandled SinkMode");
 }
 
@@ -49,8 +71,41 @@ std::vector<int64_t> with_sink_prefix(const ModelConfig& model, const std::vecto
   return out;
 }
 
+std::vector<SinkParameterSpec> sink_parameters(const ModelConfig& model) {
+  if (model.sink_mode == SinkMode::Logit) return {{"sink_logit", {model.num_heads}}};
+  return {};
+}
+
+int64_t sink_parameter_count(const ModelConfig& model) {
+  int64_t count = 0;
+  for (const auto& spec : sink_parameters(model)) {
+    int64_t n = 1;
+    for (int64_t d : spec.shape) n *= d;
+    count += n;
+  }
+  return count;
+}
+
 bool is_sink_parameter(const std::string& name) {
+  // Every mode's parameter names (sink_parameters): a name is checked without knowing the mode.
   return ends_with(name, "sink_logit");
+}
+
+SinkColumn SinkColumn::to(torch::ScalarType dtype) const {
+  auto cast = [&](const torch::Tensor& t) { return t.defined() ? t.to(dtype) : t; };
+  return {cast(logit), cast(key), cast(value)};
+}
+
+SinkColumn sink_column(const ModelConfig& model, const std::vector<torch::Tensor>& parameters,
+                       const torch::Tensor& like) {
+  SINKLM_ASSERT(parameters.size() == sink_parameters(model).size(), "sink parameters do not match the mode");
+  switch (model.sink_mode) {
+    case SinkMode::None:
+    case SinkMode::Token: return {};
+    case SinkMode::Softmax1: return {torch::zeros({model.num_heads}, like.options())};
+    case SinkMode::Logit: return {parameters[0]};
+  }
+  SINKLM_ASSERT(false, "unhandled SinkMode");
 }
 
 int64_t default_cache_sinks(const ModelConfig& model) {
@@ -82,16 +137,38 @@ torch::Tensor sink_attention_mass(const ModelConfig& model, const torch::Tensor&
   SINKLM_ASSERT(false, "unhandled SinkSite");
 }
 
-torch::Tensor softmax_with_sink(const torch::Tensor& scores, const torch::Tensor& sink_logit) {
-  if (!sink_logit.defined()) return torch::softmax(scores, -1);
+namespace {
+
+// `t` [H, ...] viewed to broadcast against [..., H, Tq, X] tensors of rank `rank`.
+torch::Tensor per_head(const torch::Tensor& t, int64_t rank) {
+  std::vector<int64_t> view(rank, 1);
+  view[rank - 3] = t.size(0);
+  if (t.dim() == 2) view[rank - 1] = t.size(1);
+  return t.view(view);
+}
+
+}  // namespace
+
+torch::Tensor softmax_with_sink(const torch::Tensor& scores, const SinkColumn& column, const torch::Tensor& q) {
+  if (!column.present()) return torch::softmax(scores, -1);
   // The sink addend of the denominator, written as one more column so the max-subtraction covers it too.
-  const int64_t H = sink_logit.size(0);
+  const int64_t rank = scores.dim();
   auto shape = scores.sizes().vec();
   shape.back() = 1;
-  std::vector<int64_t> view(scores.dim(), 1);
-  view[scores.dim() - 3] = H;  // [..., H, 1, 1]
-  auto column = sink_logit.to(scores.scalar_type()).view(view).expand(shape);
-  return torch::softmax(torch::cat({scores, column}, -1), -1).narrow(-1, 0, scores.size(-1));
+  auto logits = per_head(column.logit.to(scores.scalar_type()), rank).expand(shape);  // [..., H, Tq, 1]
+  if (column.key.defined()) {
+    SINKLM_ASSERT(q.defined() && q.size(-2) == scores.size(-2), "a sink column with a key needs the queries");
+    const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+    auto key = per_head(column.key.to(scores.scalar_type()), rank);  // [..., H, 1, D]
+    logits = logits + (q.to(scores.scalar_type()) * key).sum(-1, /*keepdim=*/true) * scale;
+  }
+  return torch::softmax(torch::cat({scores, logits}, -1), -1).narrow(-1, 0, scores.size(-1));
+}
+
+torch::Tensor sink_value_output(const torch::Tensor& probs, const SinkColumn& column) {
+  if (!column.value.defined()) return {};
+  auto on_sink = 1 - probs.to(torch::kFloat32).sum(-1, /*keepdim=*/true);  // [..., H, Tq, 1]
+  return on_sink * per_head(column.value.to(torch::kFloat32), probs.dim());
 }
 
 }  // namespace sinklm

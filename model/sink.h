@@ -1,7 +1,8 @@
-// What a sink mode means, in one place. A fifth mode is added here (enum, name, the functions below), in
-// the schema's list (core/config_schema.cpp: model.sink.mode), and in model/gpt_neox.cpp if it brings a
-// parameter; every caller (training samples, prompts, streams, eval requests, cache defaults, weight decay,
-// checkpoints) asks this module instead of testing the mode itself.
+// What a sink mode means, in one place: its name, description, parameters, the extra softmax column it puts
+// in every head (SinkColumn), where its sink is measured and how many sink slots a streaming cache keeps for
+// it. Every caller (training samples, prompts, streams, eval requests, cache defaults, weight decay,
+// checkpoints, probes, tests) asks this module instead of testing the mode itself; docs/ARCHITECTURE.md lists
+// the files a new mode touches.
 //
 //   none      vanilla softmax attention
 //   token     `model.sink.count` learnable sink tokens: embedding rows right after the tokenizer's vocabulary,
@@ -21,9 +22,13 @@ struct ModelConfig;
 
 enum class SinkMode { None, Token, Softmax1, Logit };
 
+// Every mode, in the schema's order: the one list tests loop over.
+const std::vector<SinkMode>& all_sink_modes();
 // Parses one of the schema's choices for model.sink.mode (the schema owns the list of names).
 SinkMode parse_sink_mode(const std::string& name);
 const char* sink_mode_name(SinkMode mode);
+// One line for `sinklm info`: what the mode adds to the model.
+std::string sink_mode_description(const ModelConfig& model);
 
 // The ids put in front of every training sample, prompt, stream and eval context: the sink tokens
 // (mode token), else none. Their count is sink_prefix_length(); position sink_prefix_length() is the
@@ -33,8 +38,40 @@ int64_t sink_prefix_length(const ModelConfig& model);
 // Prepends sink_prefix(model) to `ids`.
 std::vector<int64_t> with_sink_prefix(const ModelConfig& model, const std::vector<int64_t>& ids);
 
+// A learned tensor the mode adds to every attention layer, registered as `name` in the layer's attention
+// module (gpt_neox.layers.N.attention.NAME): zero init, no weight decay, not in a Hugging Face checkpoint.
+struct SinkParameterSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+};
+std::vector<SinkParameterSpec> sink_parameters(const ModelConfig& model);  // per layer, in registration order
+int64_t sink_parameter_count(const ModelConfig& model);                    // per layer
 // True for parameters that belong to the sink mechanism (no weight decay, zero init).
 bool is_sink_parameter(const std::string& name);
+
+// The extra softmax column a mode adds to every head, the one contract every attention path takes (the
+// reference softmax below, SDPA's folded form in model/attention.cpp, the fused CPU kernel of
+// model/packed_qkv_attention.cpp, the stream caches and decode kernels of serve/):
+//   c_i  = logit_h + q_i . key_h / sqrt(D)       (the key term only where `key` is defined; no rotary)
+//   p_ij = exp(s_ij) / (exp(c_i) + sum_j exp(s_ij)),  out_i = sum_j p_ij v_j + p_i,sink value_h
+// softmax1 is logit 0 (the zero sink: a zero key and value), the learned logit a learned logit_h; a column
+// with a learned key and value fills `key` and `value`. A path that implements only the logit asserts
+// has_key_value() is false (supports_key_value() says which do).
+struct SinkColumn {
+  torch::Tensor logit;  // [H] or undefined: no column (vanilla, sink tokens)
+  torch::Tensor key;    // [H, D] or undefined: the column's logit does not depend on the query
+  torch::Tensor value;  // [H, D] or undefined: the column adds nothing to the output
+
+  bool present() const { return logit.defined(); }
+  bool has_key_value() const { return key.defined() || value.defined(); }
+  int64_t heads() const { return logit.size(0); }
+  // The same column in `dtype` (and on `device`); an absent column stays absent.
+  SinkColumn to(torch::ScalarType dtype) const;
+};
+// A layer's column from its sink parameters (sink_parameters() order); `like` gives dtype and device of
+// the constant columns (softmax1).
+SinkColumn sink_column(const ModelConfig& model, const std::vector<torch::Tensor>& parameters,
+                       const torch::Tensor& like);
 
 // Sink slots a streaming cache keeps when the user does not say: exactly the model's sink tokens for a
 // token model (it was trained with that many), else 4 (StreamingLLM's choice for vanilla models).
@@ -53,11 +90,14 @@ const char* sink_site_name(SinkSite site);  // "position 0", "sink token", "sink
 // sequence starting with sink_prefix(). Returns [..., Tq]: each query's mass on the sink.
 torch::Tensor sink_attention_mass(const ModelConfig& model, const torch::Tensor& probs);
 
-// softmax over the last dim of `scores` [..., H, Tq, Tk] with one more column holding `sink_logit` [H]
-// (undefined = no column: plain softmax), that column dropped afterwards: p_ij = exp(s_ij) / (exp(b_h) +
-// sum_j exp(s_ij)). Masked entries are -inf. Every attention path (model/attention.cpp's reference,
-// serve/'s stream caches) calls this; the fast paths fold the same column into SDPA (model/attention.cpp) or
-// into their own normaliser (model/packed_qkv_attention.cpp), both tested equal to this.
-torch::Tensor softmax_with_sink(const torch::Tensor& scores, const torch::Tensor& sink_logit);
+// softmax over the last dim of `scores` [..., H, Tq, Tk] with the column (absent: plain softmax), the column
+// dropped afterwards. Masked entries are -inf. q [..., H, Tq, D] (rotated, as the scores were made) is needed
+// only for a column with a key. Every attention path that forms scores itself (model/attention.cpp's
+// reference, serve/'s stream caches) calls this; the fast paths fold the same column into SDPA
+// (model/attention.cpp) or into their own normaliser (model/packed_qkv_attention.cpp), tested equal to it.
+torch::Tensor softmax_with_sink(const torch::Tensor& scores, const SinkColumn& column, const torch::Tensor& q = {});
+// What the column's value adds to the output: (1 - sum_j p_ij) value_h, [..., H, Tq, D] float32, from the
+// probabilities softmax_with_sink returned; undefined when the column has no value.
+torch::Tensor sink_value_output(const torch::Tensor& probs, const SinkColumn& column);
 
 }  // namespace sinklm

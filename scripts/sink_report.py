@@ -58,6 +58,11 @@ class Source:
         stream = load(os.path.join(self.dir, f"stream-{run}.json"))
         return stream["sink_mode"] if stream else "?"
 
+    def cache_sinks(self, run):
+        """The sink slots `sinklm stream` keeps for this model when not told (model/sink.h: default_cache_sinks)."""
+        stream = load(os.path.join(self.dir, f"stream-{run}.json"))
+        return stream["default_cache_sinks"] if stream else 4
+
 
 def table3(sources):
     print("Perplexity of the held-out stream through a cache of W entries: S+R keeps the first S stream positions "
@@ -154,9 +159,9 @@ def smoothing(s):
 def figure3_plot(s, path, trained_length):
     fig, axes = plt.subplots(1, len(s.runs), figsize=(5.5 * len(s.runs), 4), sharey=True)
     for ax, run in zip(axes, s.runs):
-        sinks = "1" if s.mode(run) == "token" else "4"
+        sinks = s.cache_sinks(run)
         curves = [(f"window 0+{s.window} (sink evicted)", f"nll-{run}.tsv.0+{s.window}", "C3"),
-                  (f"sink+window {sinks}+{s.window - int(sinks)}", f"nll-{run}.tsv.{sinks}+{s.window - int(sinks)}", "C2"),
+                  (f"sink+window {sinks}+{s.window - sinks}", f"nll-{run}.tsv.{sinks}+{s.window - sinks}", "C2"),
                   ("dense attention (full cache)", f"nll-{run}-full.tsv", "C0")]
         for label, file, color in curves:
             nll = read_nll(os.path.join(s.dir, file))

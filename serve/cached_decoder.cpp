@@ -26,13 +26,13 @@ class PackedStreamAttention : public AttentionBackend {
   }
 
   torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                       const torch::Tensor& sink_logit) override {
+                       const SinkColumn& sink) override {
     // A group's rows, [n, H, 1, D]: a view when the group is the whole row in order (every chunk decodes).
     auto rows = [](const Group& group, const torch::Tensor& x) {
       return (group.whole_row ? x[0] : x[0].index_select(1, group.columns)).transpose(0, 1).unsqueeze(2);
     };
     auto attend_group = [&](Group& group) {
-      return group.batch->attend(layer, rows(group, q), rows(group, k), rows(group, v), sink_logit)
+      return group.batch->attend(layer, rows(group, q), rows(group, k), rows(group, v), sink)
           .to(q.scalar_type()).squeeze(2).transpose(0, 1);  // [H, n, D]
     };
     if (groups_.size() == 1 && groups_[0].whole_row) return attend_group(groups_[0]).unsqueeze(0);
@@ -41,7 +41,7 @@ class PackedStreamAttention : public AttentionBackend {
       if (!alone_[i]) continue;
       const int64_t offset = offsets_[i], T = chunks_[i].ids.size();
       out[0].narrow(1, offset, T).copy_(caches_[i]->attend(layer, q[0].narrow(1, offset, T), k[0].narrow(1, offset, T),
-                                                           v[0].narrow(1, offset, T).contiguous(), sink_logit));
+                                                           v[0].narrow(1, offset, T).contiguous(), sink));
     }
     for (auto& group : groups_) out[0].index_copy_(1, group.columns, attend_group(group));
     return out;

@@ -37,7 +37,7 @@ class LiteralStreamCache : public StreamCache {
   }
 
   torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                       const torch::Tensor& sink_logit) override {
+                       const SinkColumn& sink) override {
     const int64_t T = q.size(1);
     policy_->check_append(stream_length_, T);
     std::vector<torch::Tensor> outputs;
@@ -62,7 +62,7 @@ class LiteralStreamCache : public StreamCache {
       auto rotated_keys = apply_rotary(keys, cos, sin);                       // [H, N, D]
       auto query = apply_rotary(q.narrow(1, i, 1), cos.narrow(0, n - 1, 1), sin.narrow(0, n - 1, 1));  // [H, 1, D]
       outputs.push_back(causal_attention(query.unsqueeze(0), rotated_keys.unsqueeze(0), values.unsqueeze(0),
-                                         sink_logit, AttentionImpl::Reference)[0]);
+                                         sink, AttentionImpl::Reference)[0]);
     }
     return torch::cat(outputs, 1);  // [H, T, D]
   }

@@ -88,7 +88,10 @@ class RelativeStreamCache : public StreamCache {
   }
 
   torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                       const torch::Tensor& sink_logit) override {
+                       const SinkColumn& sink) override {
+    // The column's logit is the same for every query here; a key or value of its own is not implemented in
+    // this cache (the literal reference takes every form).
+    SINKLM_ASSERT(!sink.has_key_value(), "relative stream cache: a sink column with a key or value");
     const int64_t T = q.size(1);
     if (plan_.count != T || plan_.first != stream_length_) plan_ = make_plan(T);
     const auto& p = plan_;
@@ -105,7 +108,7 @@ class RelativeStreamCache : public StreamCache {
                               torch::matmul(q_recent, ring_k.transpose(1, 2)),   // [H, T, capacity]
                               torch::matmul(q_recent, k_new.transpose(1, 2))}, -1);  // [H, T, T]
     scores = scores.to(torch::kFloat32) / std::sqrt(static_cast<double>(head_dim_)) + p.bias;
-    auto probs = softmax_with_sink(scores, sink_logit).to(dt);  // [H, T, sinks_held + capacity + T]
+    auto probs = softmax_with_sink(scores, sink).to(dt);  // [H, T, sinks_held + capacity + T]
     // probs · [sink_v; ring_v; v] without concatenating the stored values (a copy of the whole cache).
     const int64_t capacity = ring_v.size(1);
     auto out = torch::matmul(probs.narrow(-1, p.sinks_held + capacity, T), v_new).to(torch::kFloat32);  // [H, T, D]
@@ -329,7 +332,8 @@ class RelativeDecodeBatch : public DecodeBatch {
   }
 
   torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                       const torch::Tensor& sink_logit) override {
+                       const SinkColumn& sink) override {
+    SINKLM_ASSERT(!sink.has_key_value(), "decode batch: a sink column with a key or value");
     const auto* c0 = caches_[0];
     torch::Tensor run_k, run_v;  // [m, H, S + capacity, D]
     if (c0->pool_) {
@@ -345,7 +349,7 @@ class RelativeDecodeBatch : public DecodeBatch {
     if (!dense_) queries = torch::zeros({m, H, queries_, D}, queries.options()).index_copy_(0, rows_, queries);
     auto scores = cached_key_scores(queries, run_k, c0->policy_->sinks());  // [m, H, 1, width] float32
     if (bias_.defined()) scores.add_(bias_);
-    auto out = cached_value_mix(softmax_with_sink(scores, sink_logit), run_v);  // [m, H, 1, D] float32
+    auto out = cached_value_mix(softmax_with_sink(scores, sink), run_v);  // [m, H, 1, D] float32
     return dense_ ? out : out.index_select(0, rows_);  // [n, H, 1, D]
   }
 

@@ -40,10 +40,10 @@ class StreamCache {
   virtual ~StreamCache() = default;
 
   // Layer `layer`'s attention for T new tokens at stream positions [stream_length(), stream_length() + T):
-  // q, k, v [H, T, D] before rotary; sink_logit [H] or undefined. Stores k and v (evicting per the policy)
+  // q, k, v [H, T, D] before rotary; sink: the layer's extra softmax column (model/sink.h). Stores k and v (evicting per the policy)
   // and returns the attention output [H, T, D]. Each layer is called once per chunk, then advance(T).
   virtual torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                               const torch::Tensor& sink_logit) = 0;
+                               const SinkColumn& sink) = 0;
   virtual void advance(int64_t count) = 0;
   // The largest chunk the next attend() takes, given the caller's preference.
   virtual int64_t max_chunk(int64_t preferred) const = 0;
@@ -94,7 +94,7 @@ class DecodeBatch {
   virtual ~DecodeBatch() = default;
   // q, k, v: [n, H, 1, D] before rotary, row i for caches[i]. Stores k, v; returns [n, H, 1, D] float32.
   virtual torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                               const torch::Tensor& sink_logit) = 0;
+                               const SinkColumn& sink) = 0;
 };
 // Null unless every cache is a relative one and, for more than one, every cache is pooled in the same page with
 // the same rule and the batch is dense enough (at least half of the slot run it spans decodes now; otherwise

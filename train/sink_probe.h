@@ -3,7 +3,7 @@
 //
 // Sequences: the first kSequences validation samples of kTokens positions (sink tokens of a `token` model
 // first, exactly as in training; file order), kTokens = min(64, model.max_position_embeddings). Per layer,
-// from attention_probabilities (model/attention_probe.h, [H, T, T] per layer, sink column dropped):
+// from measure_attention_mass (eval/attention_analysis.h, the function `sinklm analyze` reports):
 //   sink_mass[l]  mean over heads, sequences and the queries T/2..T-1 ("far from the start") of the mass
 //                 on the sink: the sink token(s) (token), the mass the sink column absorbed, 1 - row sum
 //                 (softmax1 / logit), or position 0 (none). The same numbers as `sinklm analyze --tokens T
@@ -45,7 +45,7 @@ class SinkProbe {
  private:
   ModelConfig model_;
   int64_t every_ = 0, tokens_ = 0;
-  std::vector<torch::Tensor> sequences_;  // kSequences x [1, tokens_] int64 on the CPU
+  std::vector<std::vector<int64_t>> sequences_;  // kSequences x tokens_ ids, the sink prefix first
 };
 
 }  // namespace sinklm

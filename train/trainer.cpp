@@ -16,8 +16,7 @@
 #include "core/error.h"
 #include "model/autocast_guard.h"
 #include "model/checkpoint.h"
-#include "train/host_memory.h"
-#include "train/kernel_trace.h"
+#include "model/kernel_trace.h"
 #include "train/linear_cross_entropy.h"
 #include "train/memory_report.h"
 #include "train/sink_probe.h"
@@ -72,7 +71,6 @@ Trainer::Trainer(Config config, std::string run_dir, bool resume, const Distribu
   int threads = options_.threads > 0 ? options_.threads
                                      : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / context.local_size());
   torch::set_num_threads(threads);
-  keep_host_memory();
 
   model_ = GPTNeoXForCausalLM(model_config_);
   std::optional<std::string> checkpoint = resume ? newest_complete_checkpoint(run_dir_) : std::nullopt;

@@ -27,7 +27,7 @@ TEST_P(AttentionEquivalence, FastMatchesReferenceForwardAndBackward) {
   if (c.sink == 2) logit = (torch::randn({H}, torch::kFloat64) * 2).requires_grad_(true);
 
   auto run = [&](AttentionImpl impl) {
-    auto out = causal_attention(q, k, v, logit, impl);
+    auto out = causal_attention(q, k, v, SinkColumn{logit}, impl);
     torch::manual_seed(11);
     auto upstream = torch::randn(out.sizes(), torch::kFloat64);
     auto grads = torch::autograd::grad({(out * upstream).sum()}, logit.defined() && logit.requires_grad()

@@ -77,14 +77,10 @@ TEST_F(CheckpointTest, SafetensorsRoundTripEveryDtype) {
 }
 
 TEST_F(CheckpointTest, SaveThenLoadGivesIdenticalLogitsForEveryVariant) {
-  for (const char* mode : {"none", "token", "softmax1", "logit"}) {
+  for (const std::string& mode : testing_support::sink_mode_names()) {
     Config config = tiny_config(mode);
     GPTNeoXForCausalLM model(ModelConfig::from(config));
-    {  // make sink logits non-trivial so the test can see them load
-      torch::NoGradGuard no_grad;
-      for (auto& p : model->named_parameters())
-        if (p.key().find("sink_logit") != std::string::npos) p.value().uniform_(-2, 2);
-    }
+    testing_support::randomize_sink_parameters(model);  // non-trivial, so the test can see them load
     std::string dir = path(std::string("m-") + mode);
     save_checkpoint(dir, config, model);
     for (const char* file : {"config.json", "model.safetensors", "sinklm.yaml", "manifest.json"})

@@ -15,8 +15,9 @@ namespace {
 
 TEST(Gpu, ModelOnCudaMatchesCpuForEveryVariant) {
   REQUIRE_CUDA();
-  for (const char* mode : {"none", "token", "softmax1", "logit"}) {
+  for (const std::string& mode : testing_support::sink_mode_names()) {
     GPTNeoXForCausalLM model(ModelConfig::from(testing_support::tiny_config(mode)));
+    testing_support::randomize_sink_parameters(model);
     torch::NoGradGuard no_grad;
     auto ids = testing_support::random_ids(2, 33, 60);
     auto cpu = model->forward(ids);
@@ -47,8 +48,8 @@ TEST(Gpu, FastSinkAttentionMatchesReferenceOnCuda) {
   auto opts = torch::TensorOptions().device(torch::kCUDA);
   auto q = torch::randn({2, 4, 128, 64}, opts), k = torch::randn({2, 4, 128, 64}, opts), v = torch::randn({2, 4, 128, 64}, opts);
   auto logit = torch::randn({4}, opts);
-  auto fast = causal_attention(q, k, v, logit, AttentionImpl::Fast);
-  auto ref = causal_attention(q, k, v, logit, AttentionImpl::Reference);
+  auto fast = causal_attention(q, k, v, SinkColumn{logit}, AttentionImpl::Fast);
+  auto ref = causal_attention(q, k, v, SinkColumn{logit}, AttentionImpl::Reference);
   EXPECT_TRUE(torch::allclose(fast, ref, 2e-3, 2e-3)) << (fast - ref).abs().max();
 }
 

@@ -22,7 +22,7 @@ TEST(ParameterCount, Pythia160mIsThePublishedCount) {
 TEST(ParameterCount, Pythia70mIsThePublishedCount) { EXPECT_EQ(count_parameters(preset("pythia-70m")).total, 70426624); }
 
 TEST(ParameterCount, AnalyticCountEqualsTheBuiltModelForEveryVariant) {
-  for (const char* mode : {"none", "token", "softmax1", "logit"}) {
+  for (const std::string& mode : testing_support::sink_mode_names()) {
     ModelConfig mc = ModelConfig::from(testing_support::tiny_config(mode, {"model.parallel_residual=false"}));
     GPTNeoXForCausalLM model(mc);
     int64_t numel = 0;

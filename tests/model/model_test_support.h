@@ -22,6 +22,22 @@ inline Config tiny_config(const std::string& sink_mode, std::vector<std::string>
   return c;
 }
 
+// Every model.sink.mode name (model/sink.h: all_sink_modes), the one list test loops run over.
+inline std::vector<std::string> sink_mode_names() {
+  std::vector<std::string> names;
+  for (SinkMode mode : all_sink_modes()) names.push_back(sink_mode_name(mode));
+  return names;
+}
+
+// Sink parameters (e.g. the learned logit) drawn far from their zero init, so a test of a learned column
+// does not pass because the column happens to equal another mode's constant one (logit 0 is softmax1).
+inline void randomize_sink_parameters(GPTNeoXForCausalLM& model, uint64_t seed = 17) {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(seed);
+  for (auto& item : model->named_parameters())
+    if (is_sink_parameter(item.key())) item.value().copy_(torch::randn(item.value().sizes()) * 1.5);
+}
+
 inline torch::Tensor random_ids(int64_t batch, int64_t length, int64_t vocab, uint64_t seed = 5) {
   torch::manual_seed(seed);
   return torch::randint(0, vocab, {batch, length}, torch::kInt64);

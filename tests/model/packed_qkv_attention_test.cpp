@@ -50,14 +50,14 @@ std::vector<torch::Tensor> run(const Inputs& in, const std::function<torch::Tens
   return grads;
 }
 
-torch::Tensor fused(const Inputs& in) { return packed_qkv_attention(in.qkv, in.cos, in.sin, in.sink_logit); }
+torch::Tensor fused(const Inputs& in) { return packed_qkv_attention(in.qkv, in.cos, in.sin, SinkColumn{in.sink_logit}); }
 
 torch::Tensor split_reference(const Inputs& in) {
   const int64_t B = in.qkv.size(0), T = in.qkv.size(1), H = in.qkv.size(2), D = in.qkv.size(3) / 3;
   auto heads = in.qkv.permute({0, 2, 1, 3});  // [B, H, T, 3D]
   auto q = apply_rotary(heads.narrow(-1, 0, D), in.cos, in.sin);
   auto k = apply_rotary(heads.narrow(-1, D, D), in.cos, in.sin);
-  auto out = causal_attention(q, k, heads.narrow(-1, 2 * D, D), in.sink_logit, AttentionImpl::Reference);
+  auto out = causal_attention(q, k, heads.narrow(-1, 2 * D, D), SinkColumn{in.sink_logit}, AttentionImpl::Reference);
   return out.transpose(1, 2).reshape({B, T, H * D});
 }
 
@@ -70,7 +70,7 @@ class PackedQkvAttention : public ::testing::TestWithParam<Case> {
 
 TEST_P(PackedQkvAttention, MatchesSplitReferenceForwardAndBackward) {
   const Inputs in = make_inputs(GetParam());
-  ASSERT_TRUE(packed_qkv_attention_applies(in.qkv));
+  ASSERT_TRUE(packed_qkv_attention_applies(in.qkv, SinkColumn{in.sink_logit}));
   auto got = run(in, fused), expected = run(in, split_reference);
   ASSERT_EQ(got.size(), expected.size());
   const char* what[] = {"output", "d qkv", "d sink_logit"};
@@ -98,10 +98,12 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(PackedQkvAttentionApplies, OnlyToContiguousFloat32WithHeadSizeMultipleOf16) {
   if (!cpu_has_avx512f()) GTEST_SKIP() << "the kernel needs AVX-512";
-  EXPECT_TRUE(packed_qkv_attention_applies(torch::zeros({1, 4, 2, 96})));
-  EXPECT_FALSE(packed_qkv_attention_applies(torch::zeros({1, 4, 2, 24})));                      // D = 8
-  EXPECT_FALSE(packed_qkv_attention_applies(torch::zeros({1, 4, 2, 96}, torch::kFloat64)));     // float64
-  EXPECT_FALSE(packed_qkv_attention_applies(torch::zeros({1, 2, 4, 96}).transpose(1, 2)));      // strided
+  EXPECT_TRUE(packed_qkv_attention_applies(torch::zeros({1, 4, 2, 96}), {}));
+  EXPECT_FALSE(packed_qkv_attention_applies(torch::zeros({1, 4, 2, 96}),                       // a learned entry
+                                            SinkColumn{torch::zeros({2}), torch::zeros({2, 32}), torch::zeros({2, 32})}));
+  EXPECT_FALSE(packed_qkv_attention_applies(torch::zeros({1, 4, 2, 24}), {}));                      // D = 8
+  EXPECT_FALSE(packed_qkv_attention_applies(torch::zeros({1, 4, 2, 96}, torch::kFloat64), {}));     // float64
+  EXPECT_FALSE(packed_qkv_attention_applies(torch::zeros({1, 2, 4, 96}).transpose(1, 2), {}));      // strided
 }
 
 TEST(PackedQkvAttentionApplies, InferenceModeGivesTheSameOutput) {

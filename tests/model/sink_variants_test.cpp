@@ -1,4 +1,4 @@
-// The four sink variants: the zero sink is exactly softmax-off-by-one and attending to an all-zero key and
+// The sink variants: the zero sink is exactly softmax-off-by-one and attending to an all-zero key and
 // value; a sink logit of -inf is vanilla; every sink parameter learns.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -39,7 +39,7 @@ TEST(ZeroSink, EqualsSoftmaxOffByOneFormula) {
   auto expected = torch::matmul(p, x.v);
   auto zeros = torch::zeros({3});
   for (auto impl : {AttentionImpl::Fast, AttentionImpl::Reference}) {
-    auto out = causal_attention(x.q, x.k, x.v, zeros, impl);
+    auto out = causal_attention(x.q, x.k, x.v, SinkColumn{zeros}, impl);
     EXPECT_TRUE(torch::allclose(out, expected, 1e-5, 1e-6)) << (out - expected).abs().max();
   }
 }
@@ -52,7 +52,7 @@ TEST(ZeroSink, EqualsAttendingToAnAllZeroKeyAndValue) {
   auto scores = torch::matmul(x.q, k.transpose(2, 3)) / std::sqrt(8.0);  // [B, H, T, T+1]
   auto hidden = torch::cat({torch::zeros({T, 1}, torch::kBool), torch::ones({T, T}, torch::kBool).triu(1)}, 1);
   auto expected = torch::matmul(torch::softmax(scores.masked_fill(hidden, -kInf), -1), v);
-  auto out = causal_attention(x.q, x.k, x.v, torch::zeros({3}), AttentionImpl::Fast);
+  auto out = causal_attention(x.q, x.k, x.v, SinkColumn{torch::zeros({3})}, AttentionImpl::Fast);
   EXPECT_TRUE(torch::allclose(out, expected, 1e-5, 1e-6)) << (out - expected).abs().max();
 }
 
@@ -60,10 +60,42 @@ TEST(LogitSink, MinusInfinityIsVanilla) {
   Qkv x = random_qkv();
   auto minus_inf = torch::full({3}, -kInf);
   auto vanilla_ref = causal_attention(x.q, x.k, x.v, {}, AttentionImpl::Reference);
-  EXPECT_TRUE(torch::equal(causal_attention(x.q, x.k, x.v, minus_inf, AttentionImpl::Reference), vanilla_ref));
+  EXPECT_TRUE(torch::equal(causal_attention(x.q, x.k, x.v, SinkColumn{minus_inf}, AttentionImpl::Reference), vanilla_ref));
   auto vanilla_fast = causal_attention(x.q, x.k, x.v, {}, AttentionImpl::Fast);
-  auto out = causal_attention(x.q, x.k, x.v, minus_inf, AttentionImpl::Fast);
+  auto out = causal_attention(x.q, x.k, x.v, SinkColumn{minus_inf}, AttentionImpl::Fast);
   EXPECT_TRUE(torch::allclose(out, vanilla_fast, 1e-6, 1e-6)) << (out - vanilla_fast).abs().max();
+}
+
+// The column's general form (model/sink.h: SinkColumn with a key and a value): the same as one more entry
+// every query sees, whose score is q . key / sqrt(D) + logit and whose value is `value`.
+TEST(SinkColumnKeyValue, EqualsAttendingToOneMoreEntryInBothImplementations) {
+  Qkv x = random_qkv();
+  torch::manual_seed(23);
+  SinkColumn column{torch::randn({3}), torch::randn({3, 8}), torch::randn({3, 8})};
+  auto key = column.key.view({1, 3, 1, 8}).expand({2, 3, 1, 8}), value = column.value.view({1, 3, 1, 8}).expand({2, 3, 1, 8});
+  auto extra = torch::matmul(x.q, key.transpose(2, 3)) / std::sqrt(8.0) + column.logit.view({1, 3, 1, 1});  // [B, H, T, 1]
+  auto probs = torch::softmax(torch::cat({extra, causal_scores(x)}, -1), -1);
+  auto expected = torch::matmul(probs, torch::cat({value, x.v}, 2));
+  for (auto impl : {AttentionImpl::Fast, AttentionImpl::Reference}) {
+    auto out = causal_attention(x.q, x.k, x.v, column, impl);
+    EXPECT_TRUE(torch::allclose(out, expected, 1e-5, 1e-6)) << (out - expected).abs().max();
+  }
+}
+
+TEST(SinkColumnKeyValue, FastPathGradientsEqualTheReference) {
+  auto grads = [](AttentionImpl impl) {
+    Qkv x = random_qkv();
+    torch::manual_seed(29);
+    SinkColumn column{torch::randn({3}).requires_grad_(), torch::randn({3, 8}).requires_grad_(),
+                      torch::randn({3, 8}).requires_grad_()};
+    x.q.requires_grad_();
+    causal_attention(x.q, x.k, x.v, column, impl).pow(2).sum().backward();
+    return std::vector<torch::Tensor>{x.q.grad(), column.logit.grad(), column.key.grad(), column.value.grad()};
+  };
+  auto fast = grads(AttentionImpl::Fast), reference = grads(AttentionImpl::Reference);
+  const char* what[] = {"q", "logit", "key", "value"};
+  for (size_t i = 0; i < fast.size(); ++i)
+    EXPECT_TRUE(torch::allclose(fast[i], reference[i], 1e-4, 1e-5)) << what[i] << " " << (fast[i] - reference[i]).abs().max();
 }
 
 TEST(LogitSink, WholeModelWithMinusInfinityLogitsEqualsVanillaModel) {

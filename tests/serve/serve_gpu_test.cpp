@@ -12,7 +12,7 @@ using namespace testing_support;
 
 TEST(ServeGpu, BatchedCudaDecodeEqualsPerStreamCpuDecode) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device on this machine";
-  for (const std::string mode : {"none", "token", "softmax1", "logit"}) {
+  for (const std::string& mode : testing_support::sink_mode_names()) {
     auto cpu_model = random_tiny_model(mode), cuda_model = random_tiny_model(mode);
     cuda_model->to(torch::kCUDA);
     const auto& c = cpu_model->config();

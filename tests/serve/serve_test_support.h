@@ -18,6 +18,7 @@ inline GPTNeoXForCausalLM random_tiny_model(const std::string& sink_mode, std::v
   torch::NoGradGuard no_grad;
   torch::manual_seed(11);
   for (auto& p : model->parameters()) p.add_(torch::randn(p.sizes()) * 0.05);
+  randomize_sink_parameters(model);
   return model;
 }
 

@@ -131,7 +131,7 @@ TEST_P(RestoredSession, NextTokenLogitsEqualTheUninterruptedSession) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(EverySinkMode, RestoredSession, ::testing::Values("none", "token", "softmax1", "logit"));
+INSTANTIATE_TEST_SUITE_P(EverySinkMode, RestoredSession, ::testing::ValuesIn(testing_support::sink_mode_names()));
 
 }  // namespace
 }  // namespace sinklm

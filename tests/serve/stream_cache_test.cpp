@@ -54,7 +54,7 @@ double batched_against_alone(const GPTNeoXForCausalLM& model, std::shared_ptr<co
 }
 
 TEST(CachedDecoder, FullCacheEqualsWholeSequenceForwardForEverySinkMode) {
-  for (const std::string mode : {"none", "token", "softmax1", "logit"}) {
+  for (const std::string& mode : testing_support::sink_mode_names()) {
     auto model = random_tiny_model(mode);
     const auto& c = model->config();
     auto ids = with_sink_tokens(c, random_token_ids(45, c.tokenizer_vocab_size, 3));
@@ -102,7 +102,7 @@ TEST(StreamCache, RelativeRotationEqualsLiteralReferenceOver5000Tokens) {
 
 // Every sink variant, both position rules, window and sink_window: fast chunked == literal.
 TEST(StreamCache, RelativeEqualsLiteralForEveryModeAndPositionRule) {
-  for (const std::string mode : {"none", "token", "softmax1", "logit"}) {
+  for (const std::string& mode : testing_support::sink_mode_names()) {
     auto model = random_tiny_model(mode, {"model.rotary_base=300"});
     const auto& c = model->config();
     CachedDecoder decoder(model);
@@ -125,7 +125,7 @@ TEST(StreamCache, RelativeEqualsLiteralForEveryModeAndPositionRule) {
 // Batched decoding across streams (one attention call per layer and pool page) equals stream-by-stream
 // attention: every sink mode, both position rules, sink_window and window, mixed prefill + decode steps.
 TEST(CachedDecoder, BatchedDecodeEqualsStreamByStreamForEveryModeAndRule) {
-  for (const std::string mode : {"none", "token", "softmax1", "logit"}) {
+  for (const std::string& mode : testing_support::sink_mode_names()) {
     auto model = random_tiny_model(mode, {"model.rotary_base=300"});
     for (auto rule : {PositionRule::Cache, PositionRule::Stream}) {
       for (const std::string policy : {"sink_window", "window"}) {

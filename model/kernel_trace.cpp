@@ -1,4 +1,4 @@
-#include "train/kernel_trace.h"
+#include "model/kernel_trace.h"
 
 #include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/cuda.h>

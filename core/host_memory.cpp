@@ -1,4 +1,4 @@
-#include "train/host_memory.h"
+#include "core/host_memory.h"
 
 #include <malloc.h>
 
