@@ -31,7 +31,8 @@ int run_serve_command(const std::vector<std::string>& argv) {
              {"max-prompt-tokens", "N", "longest prompt of one request (default 16384)"},
              {"max-tokens-limit", "N", "largest max_tokens a request may ask for (default 4096)"},
              {"max-concurrent", "N", "generations queued or running at once (default 64)"},
-             {"prefill-chunk", "N", "prompt tokens per stream per step (default 256)"}},
+             {"prefill-chunk", "N", "prompt tokens per stream per step (default 256)"},
+             {"no-ui", "", "do not serve the chat page at GET / (the API is unchanged)"}},
                        {model_flags(), cache_flags()}),
             argv);
   if (args.print_help_if_requested()) return 0;
@@ -56,6 +57,8 @@ int run_serve_command(const std::vector<std::string>& argv) {
   std::string name = std::filesystem::path(checkpoint).filename().string();
   if (name.empty()) name = std::filesystem::path(checkpoint).parent_path().filename().string();
   options.model_name = args.get("model-name", name.empty() ? "sinklm" : name);
+  options.checkpoint = name.empty() ? "sinklm" : name;
+  options.ui = !args.has("no-ui");
   const char* env_key = std::getenv("SINKLM_API_KEY");
   options.api_key = args.get("api-key", env_key ? env_key : "");
   options.max_body_bytes = args.get_int("max-body-bytes", 1 << 20);
@@ -80,6 +83,8 @@ int run_serve_command(const std::vector<std::string>& argv) {
                 options.host.c_str(), port, options.model_name.c_str(), policy->name().c_str(), policy->label().c_str(),
                 position_rule_name(settings.cache.positions), codec->description().c_str());
     std::fflush(stdout);
+    if (options.ui)
+      std::fprintf(stderr, "sinklm serve: chat page at http://%s:%d/ (--no-ui turns it off)\n", options.host.c_str(), port);
     std::thread stopper([&] {
       int signal = 0;
       sigwait(&stop_signals, &signal);

@@ -109,6 +109,8 @@ void Generation::emit_text(bool final) {
   delta.finish_reason = finish_reason_;
   delta.prompt_tokens = request_.prompt.size();
   delta.completion_tokens = generated_.size();
+  delta.stream_length = stream_.length();
+  delta.kv_entries = stream_.entries();
   if (delta.text.empty() && !final) return;
   delta.tokens.assign(generated_.begin() + tokens_reported_, generated_.end());
   tokens_reported_ = generated_.size();

@@ -47,6 +47,7 @@ struct GenerationDelta {
   std::string finish_reason;       // "" while running, then "stop", "length" or "error"
   std::string error;               // with "error": what went wrong (a UserError message)
   int64_t prompt_tokens = 0, completion_tokens = 0;
+  int64_t stream_length = 0, kv_entries = 0;  // the stream after this delta (a live view of the bounded cache)
 };
 
 class Generation {

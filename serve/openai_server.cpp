@@ -9,6 +9,7 @@
 #include <deque>
 #include <nlohmann/json.hpp>
 
+#include "serve/chat_page.h"
 #include "serve/completion_request.h"
 #include "serve/generation_worker.h"
 #include "serve/request_error.h"
@@ -44,7 +45,32 @@ int64_t unix_time() {
 std::string route_label(const std::string& path) {
   for (const char* route : {"/health", "/metrics", "/v1/models", "/v1/sessions", "/v1/completions", "/v1/chat/completions"})
     if (path == route) return path;
+  for (const StaticFile& file : chat_page_files())
+    if (path == file.path) return path;
   return path.rfind("/v1/sessions/", 0) == 0 ? "/v1/sessions/{id}" : "other";
+}
+
+// The page may load its own script, style and icon and talk to this server, nothing else: no inline script
+// or style (so text that slipped into markup still could not run), no other origin, no framing, no forms
+// posting elsewhere, no plugins. Model output is inserted as text by chat.js; this is the second wall.
+constexpr const char* kPagePolicy =
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+// httplib routes are regular expressions: "/chat.js" must not also match "/chatXjs".
+std::string literal_route(const std::string& path) {
+  std::string pattern;
+  for (char c : path) pattern += c == '.' ? std::string("\\.") : std::string(1, c);
+  return pattern;
+}
+
+void send_page_file(const StaticFile& file, httplib::Response& res) {
+  res.set_header("Content-Security-Policy", kPagePolicy);
+  res.set_header("X-Content-Type-Options", "nosniff");
+  res.set_header("Referrer-Policy", "no-referrer");
+  res.set_header("X-Frame-Options", "DENY");
+  res.set_header("Cache-Control", "no-cache");  // a new binary's page replaces the old one at the next load
+  res.set_content(file.body.data(), file.body.size(), file.content_type);
 }
 
 // One choice of a request: a generation on its own stream or (n = 1) on the request's session stream.
@@ -97,9 +123,11 @@ struct OpenAiServer::Impl {
   GenerationWorker worker;
   httplib::Server http;
   std::atomic<uint64_t> next_id{1};
+  const std::unique_ptr<KvCachePolicy> policy;  // every session's (the model card, K/V entries of a session)
 
   Impl(ServerOptions o, CachedDecoder& d, const TextCodec& c, SessionStore& s)
-      : options(std::move(o)), decoder(d), codec(c), sessions(s), worker(d, options.prefill_chunk, metrics) {
+      : options(std::move(o)), decoder(d), codec(c), sessions(s), worker(d, options.prefill_chunk, metrics),
+        policy(make_cache_policy(s.settings().cache, d.config())) {
     http.new_task_queue = [threads = options.http_threads] { return new httplib::ThreadPool(threads); };
     http.set_payload_max_length(options.max_body_bytes);
     http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
@@ -122,7 +150,8 @@ struct OpenAiServer::Impl {
                       "text/plain; version=0.0.4");
     });
     guarded_get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-      json model = {{"id", options.model_name}, {"object", "model"}, {"created", unix_time()}, {"owned_by", "sinklm"}};
+      json model = {{"id", options.model_name}, {"object", "model"}, {"created", unix_time()}, {"owned_by", "sinklm"},
+                    {"sinklm", model_card()}};
       res.set_content(dump(json{{"object", "list"}, {"data", json::array({model})}}), "application/json");
     });
     guarded_post("/v1/sessions", [this](const httplib::Request&, httplib::Response& res) {
@@ -134,7 +163,10 @@ struct OpenAiServer::Impl {
       std::vector<int64_t> text_ids;  // sink tokens have no text
       for (int64_t t : tokens)
         if (t < codec.vocab_size()) text_ids.push_back(t);
-      res.set_content(dump(json{{"id", id}, {"object", "session"}, {"tokens", tokens.size()}, {"text", codec.decode(text_ids)}}),
+      // K/V entries as the policy holds them for the whole logged stream (also for a session still on disk).
+      const int64_t kv_entries = policy->entries_after(static_cast<int64_t>(tokens.size()));
+      res.set_content(dump(json{{"id", id}, {"object", "session"}, {"tokens", tokens.size()}, {"kv_entries", kv_entries},
+                                {"text", codec.decode(text_ids)}}),
                       "application/json");
     });
     http.Delete(R"(/v1/sessions/([A-Za-z0-9_-]+))", [this](const httplib::Request& req, httplib::Response& res) {
@@ -146,6 +178,28 @@ struct OpenAiServer::Impl {
     });
     guarded_post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) { complete(req, res, false); });
     guarded_post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) { complete(req, res, true); });
+    if (options.ui) serve_chat_page();
+  }
+
+  // The page's files hold no data and no secret, so they are served without the API key: the page then asks
+  // for the key and sends it as a bearer token on every /v1 call, which keeps its rules.
+  void serve_chat_page() {
+    for (const StaticFile& file : chat_page_files())
+      http.Get(literal_route(file.path), [&file](const httplib::Request&, httplib::Response& res) { send_page_file(file, res); });
+  }
+
+  // sinklm's extension of /v1/models: what makes this server's streams different.
+  json model_card() const {
+    const ModelConfig& model = decoder.config();
+    const CacheOptions& cache = sessions.settings().cache;
+    return {{"checkpoint", options.checkpoint},
+            {"sink_mode", sink_mode_name(model.sink_mode)},
+            {"sink_tokens", model.sink_count},
+            {"cache", {{"policy", policy->name()}, {"window", policy->budget()}, {"sinks", policy->sinks()},
+                       {"recent", policy->recent_capacity()}, {"positions", position_rule_name(cache.positions)},
+                       {"kv_dtype", kv_dtype_name(cache.kv_dtype)}}},
+            {"device", decoder.device().str()},
+            {"max_tokens_limit", options.max_tokens_limit}};
   }
 
   template <typename Body>
@@ -387,11 +441,13 @@ struct OpenAiServer::Impl {
     job->changed.notify_all();
   }
 
-  // sinklm's extension of a response: the stream behind it (the first choice's), after this request.
-  static json stream_info(const Job& job) {
-    return {{"session", job.session ? json(job.session->id) : json()}, {"stream_length", job.stream_length},
-            {"kv_entries", job.kv_entries}};
+  // sinklm's extension of a response: the stream behind it (the first choice's), after this request, or
+  // (a streamed chunk) after that chunk.
+  static json stream_info(const Job& job, int64_t stream_length, int64_t kv_entries) {
+    return {{"session", job.session ? json(job.session->id) : json()}, {"stream_length", stream_length},
+            {"kv_entries", kv_entries}};
   }
+  static json stream_info(const Job& job) { return stream_info(job, job.stream_length, job.kv_entries); }
 
   json chunk_json(const Job& job, const Choice& c, const GenerationDelta& d, bool first, int64_t text_offset) const {
     json choice = {{"index", c.index}, {"finish_reason", d.finish_reason.empty() ? json() : json(d.finish_reason)}};
@@ -412,6 +468,8 @@ struct OpenAiServer::Impl {
       out["usage"] = {{"prompt_tokens", c.prompt_tokens}, {"completion_tokens", d.completion_tokens},
                       {"total_tokens", c.prompt_tokens + d.completion_tokens}};
       out["stream"] = stream_info(job);
+    } else {
+      out["stream"] = stream_info(job, d.stream_length, d.kv_entries);
     }
     return out;
   }

@@ -4,9 +4,14 @@
 //                                "stop", "stream", "session"}
 //   POST /v1/chat/completions   {"messages": [{"role": "system"|"user"|"assistant", "content": "..."}], ...}
 //   POST /v1/sessions           -> {"id": "sess_..."}; DELETE /v1/sessions/{id}
-//   GET  /v1/models, GET /health, GET /metrics (Prometheus text)
+//   GET  /v1/sessions/{id}      -> {"id", "tokens" (the stream length), "kv_entries", "text"}
+//   GET  /v1/models (each model has a "sinklm" model card: checkpoint, sink mode, cache policy and window),
+//   GET  /health, GET /metrics (Prometheus text)
+//   GET  / (and /chat.js, /chat.css, /favicon.svg): the chat page (serve/chat_page/), unless --no-ui
 //
-// `stream: true` answers with server-sent events (`data: {json}` chunks, then `data: [DONE]`). A `session`
+// `stream: true` answers with server-sent events (`data: {json}` chunks, then `data: [DONE]`); every chunk
+// carries "stream": {"session", "stream_length", "kv_entries"} as of that chunk, the last one after the whole
+// request (a non-streamed response carries it once). A `session`
 // (body field or X-Session-Id header) continues one conversation's stream: its KV cache stays between
 // requests (send only the new text / messages), so a chat goes on indefinitely in constant memory.
 // Chat template for plain language models: every message becomes "<Role>: <content>\n" (System, User,
@@ -25,6 +30,8 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8000;  // 0 = any free port
   std::string model_name = "sinklm";
+  std::string checkpoint = "sinklm";  // the checkpoint's directory name, for the model card
+  bool ui = true;  // serve the chat page at GET /
   std::string api_key;  // "" = no authentication
   size_t max_body_bytes = 1 << 20;
   int64_t max_prompt_tokens = 16384;

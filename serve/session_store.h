@@ -71,6 +71,7 @@ class SessionStore {
   std::vector<int64_t> history(const std::string& id) const;
 
   std::unique_ptr<DecoderStream> new_stream() const;
+  const StreamSettings& settings() const { return settings_; }
   int64_t in_memory() const;
   int64_t on_disk() const;
   int64_t idle_kv_entries() const;  // KV entries held by loaded sessions that are not generating

@@ -1,17 +1,22 @@
 #!/usr/bin/env python3
 """`sinklm serve` over real HTTP on loopback, driven by the official `openai` client and by curl.
 
-Completions and chat (plain and streaming), /v1/models, /health, /metrics, OpenAI-style 4xx errors, sessions
-that keep their stream across requests, LRU eviction to disk and restore, survival across a restart, and 16
-concurrent streaming sessions. Exit 77 (skipped) when the `openai` package is missing."""
+Completions and chat (plain and streaming), /v1/models and its model card, /health, /metrics, OpenAI-style 4xx
+errors, sessions that keep their stream across requests (with their K/V entries, live in every streamed chunk),
+LRU eviction to disk and restore, survival across a restart, 16 concurrent streaming sessions, and the chat
+page's HTTP side: its files, their headers (CSP, nosniff) and --no-ui (the browser side: chat_page_test.py).
+Exit 77 (skipped) when the `openai` package is missing."""
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import urllib.error
+import urllib.request
 
 try:
     import openai
@@ -25,11 +30,12 @@ KEY = "test-key"
 WINDOW = 48
 
 
-def start_server(checkpoint, sessions):
+def start_server(checkpoint, sessions, extra=()):
     proc = subprocess.Popen(
         [BIN, "serve", "--checkpoint", checkpoint, "--port", "0", "--window", str(WINDOW), "--api-key", KEY,
          "--session-dir", sessions, "--sessions-in-memory", "2", "--max-sessions", "20", "--max-body-bytes", "4096",
-         "--max-tokens-limit", "64", "--max-prompt-tokens", "1000", "--threads", "1", "--model-name", "tiny-bytes"],
+         "--max-tokens-limit", "64", "--max-prompt-tokens", "1000", "--threads", "1", "--model-name", "tiny-bytes",
+         *extra],
         stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
     if "listening on http://" not in line:
@@ -48,6 +54,38 @@ def curl(base, *args):
     out = subprocess.run(["curl", "-s", "-w", "\n%{http_code}", *args], capture_output=True, text=True, timeout=60).stdout
     body, _, code = out.rpartition("\n")
     return int(code), body
+
+
+def fetch(url):
+    """(status, headers, body) of a GET without any key, as a browser first loads the page."""
+    try:
+        with urllib.request.urlopen(url, timeout=30) as r:
+            return r.status, r.headers, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read().decode()
+
+
+def chat_page_is_served(base):
+    """GET / and its files: no key needed (they hold no data), the right types, a CSP that allows only this
+    origin and no inline script or style, nosniff; the HTML has no inline script, style or handler."""
+    code, headers, html = fetch(base + "/")
+    csp = headers.get("Content-Security-Policy", "")
+    rules = dict((r.split(" ", 1) + [""])[:2] for r in (r.strip() for r in csp.split(";")) if r)
+    check(code == 200 and headers.get_content_type() == "text/html" and headers.get("X-Content-Type-Options") == "nosniff",
+          "GET /: the chat page, text/html, nosniff, without the API key")
+    check(rules.get("default-src") == "'none'" and rules.get("script-src") == "'self'" and rules.get("style-src") == "'self'"
+          and rules.get("connect-src") == "'self'" and "unsafe" not in csp and rules.get("frame-ancestors") == "'none'",
+          f"GET /: Content-Security-Policy allows this origin only, no inline script or style: {csp!r}")
+    scripts = re.findall(r"<script\b[^>]*>", html)
+    check(scripts and all('src="' in s for s in scripts) and not re.search(r"\s(style|on[a-z]+)=", html)
+          and not re.search(r"(src|href)=\"(https?:)?//", html),
+          "index.html: no inline script, style attribute or handler, nothing from another origin")
+    for path, kind in [("/chat.js", "text/javascript"), ("/chat.css", "text/css"), ("/favicon.svg", "image/svg+xml")]:
+        code, headers, _ = fetch(base + path)
+        check(code == 200 and headers.get_content_type() == kind and "Content-Security-Policy" in headers,
+              f"GET {path}: {kind} with the same headers")
+    code, _, body = fetch(base + "/chat.jsx")
+    check(code == 404 and error_of(body) is not None, "a path near a page file is still a 404 JSON error")
 
 
 def error_of(body):
@@ -141,6 +179,12 @@ def run_checks(checkpoint, sessions_dir):
 
         models = client.models.list()
         check([m.id for m in models.data] == ["tiny-bytes"], "/v1/models lists the served model")
+        card = models.data[0].model_extra["sinklm"]
+        check(card["checkpoint"] == "tiny-bytes" and card["sink_mode"] == "token" and card["sink_tokens"] == 1
+              and card["cache"] == {"policy": "sink_window", "window": WINDOW, "sinks": 1, "recent": WINDOW - 1,
+                                    "positions": "cache", "kv_dtype": "fp32"} and card["max_tokens_limit"] == 64,
+              f"/v1/models: the model card (checkpoint, sink mode, cache policy and window): {card}")
+        chat_page_is_served(base)
 
         c = client.completions.create(model="tiny-bytes", prompt="Once upon a time", max_tokens=12, temperature=0)
         check(c.choices[0].finish_reason in ("length", "stop") and c.usage.completion_tokens <= 12,
@@ -249,6 +293,17 @@ def run_checks(checkpoint, sessions_dir):
             expected += prompt_tokens + completion_tokens - (0 if finish == "stop" else 1)
             ok &= stream["stream_length"] == expected and stream["kv_entries"] == min(expected, WINDOW)
         check(ok and lengths[-1][3]["stream_length"] > WINDOW, f"a session's stream grows across requests: {lengths}")
+        code, body = curl(base, *auth, base + "/v1/sessions/" + a)
+        session = json.loads(body)
+        check(code == 200 and session["tokens"] > WINDOW and session["kv_entries"] == WINDOW,
+              f"GET /v1/sessions/{{id}}: the stream length and its K/V entries ({session['tokens']}, {session['kv_entries']})")
+        live = [chunk.model_extra["stream"] for chunk in client.chat.completions.create(  # not a: b must stay its twin
+            model="tiny-bytes", messages=[{"role": "user", "content": "Go on."}], max_tokens=24, temperature=0,
+            stream=True, extra_body={"session": other})]
+        grows = all(x["stream_length"] < y["stream_length"] for x, y in zip(live, live[1:-1]))
+        check(len(live) > 2 and grows and live[-1]["stream_length"] > WINDOW
+              and all(s["session"] == other and s["kv_entries"] == min(s["stream_length"], WINDOW) for s in live),
+              f"every streamed chunk carries the stream as of that chunk: {[(s['stream_length'], s['kv_entries']) for s in live]}")
         metrics = curl(base, base + "/metrics")[1]
         on_disk = [l for l in metrics.splitlines() if l.startswith('sinklm_sessions{where="disk"}')]
         check(on_disk and int(on_disk[0].split()[-1]) >= 1, "LRU: a session beyond --sessions-in-memory went to disk")
@@ -296,8 +351,10 @@ def run_checks(checkpoint, sessions_dir):
         before = client.completions.create(**follow, extra_body={"session": a})
     finally:
         stop_server(proc)
-    proc, base = start_server(checkpoint, sessions_dir)
+    proc, base = start_server(checkpoint, sessions_dir, extra=["--no-ui"])
     try:
+        code, _, body = fetch(base + "/")
+        check(code == 404 and error_of(body) is not None, "--no-ui: GET / is a 404 JSON error")
         client = openai.OpenAI(base_url=base + "/v1", api_key=KEY, max_retries=0, timeout=60)
         after = client.completions.create(**follow, extra_body={"session": b})
         check(after.choices[0].text == before.choices[0].text
