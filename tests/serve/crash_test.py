@@ -17,23 +17,17 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import urllib.error
 import urllib.request
 
-from serve_support import BIN, check, with_byte_model
+from serve_support import start_server, with_byte_model
+from sinklm_test import check
 
 
 def start(checkpoint, sessions, fault=False):
     env = dict(os.environ, SINKLM_FAULT_KILL_IN_SNAPSHOT="1" if fault else "0")
-    proc = subprocess.Popen([BIN, "serve", "--checkpoint", checkpoint, "--port", "0", "--window", "48", "--threads", "1",
-                             "--session-dir", sessions, "--snapshot-every", "40", "--max-tokens-limit", "4096"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    line = proc.stdout.readline()
-    if "listening on http://" not in line:
-        proc.kill()
-        sys.exit(f"server did not start: {line!r} {proc.stderr.read()}")
-    return proc, line.split("listening on ")[1].split()[0]
+    return start_server(checkpoint, "--window", "48", "--threads", "1", "--session-dir", sessions,
+                        "--snapshot-every", "40", "--max-tokens-limit", "4096", env=env, stderr=subprocess.PIPE)
 
 
 def post(base, path, body):
@@ -63,7 +57,7 @@ def holds(base, session, seen, what):
 
 
 def main():
-    with_byte_model("sinklm-crash-test-", "crash", lambda work, checkpoint: run(checkpoint, os.path.join(work, "sessions")))
+    with_byte_model("sinklm-crash-test-", lambda work, checkpoint: run(checkpoint, os.path.join(work, "sessions")))
 
 
 def run(checkpoint, sessions):
