@@ -8,16 +8,20 @@ issue 10's targets at once (README, "A sink at CPU scale"): with parallel residu
 but evicting it costs nothing; with sequential residual evicting it costs ~1.8x but the sink sits in layer 0.
 So the test asserts each half where it is measured, with margins below what was measured (README):
   parallel sink-token model   >= MASS of attention on the sink token in every layer >= 1 (`sinklm analyze`,
-                              held-out test stream; measured 0.39, vanilla twins: 0.01-0.02); keeping the
-                              sink is enough (1+(W-1) within 2% of 4+(W-4)); the training-time probe
-                              (train.sink_probe_every) gives the same per-layer mass as `sinklm analyze` on the
-                              same checkpoint and validation sequences
-  sequential sink-token model evicting the sink costs perplexity, 0+W >= PENALTY x 1+(W-1) (measured 1.88x), while
-                              keeping it does not (1+(W-1) within 2% of 4+(W-4)); `sinklm stream --compare`, W = 64
+                              held-out test stream; measured 0.39, vanilla twins: 0.01-0.02); the training-time
+                              probe (train.sink_probe_every) gives the same per-layer mass as `sinklm analyze`
+                              on the same checkpoint and validation sequences
+  sequential sink-token model evicting the sink costs perplexity, 0+W >= PENALTY x 1+(W-1) (measured 1.88x);
+                              `sinklm stream --compare`, W = 64, on the held-out test stream
+and, for each model, 1+(W-1) within KEEP (2%) of 4+(W-4). That relation holds for a model without a sink too
+(a vanilla model's first tokens carry no special weight, so keeping 1 or 4 of them changes nothing), so it is
+claimed as "keeping the sink is enough" only for a model in which this run measured a sink: its mass on the
+sink >= MASS in every layer >= 1, or evicting it costing >= PENALTY x. For a model without one the same
+relation is asserted under a name that claims no sink.
 Vanilla twins are not trained here (their figures are in scripts/sink_sweep's table and the compare report).
 
-`--token-mode none` trains the "sink-token" models with model.sink.mode=none: the test must then fail
-(README shows it does).
+`--token-mode none` trains the "sink-token" models with model.sink.mode=none: the test must then fail (the sink
+forms / evicting it costs), and must not claim "keeping the sink is enough" for either model.
 """
 import argparse
 import json
@@ -66,6 +70,25 @@ def describe(mass, ppl):
             f"{ppl[0]:.2f} / {ppl[1]:.2f} / {ppl[3]:.2f} ({ppl[0] / ppl[1]:.2f}x)")
 
 
+def sink_measured(mass, ppl):
+    """Whether this run measured a sink in the model: its mass on the sink token >= MASS in every layer >= 1,
+    or evicting the sink costing perplexity, 0+W >= PENALTY x 1+(W-1)."""
+    return all(m >= MASS for m in mass[1:]) or ppl[0] >= PENALTY * ppl[1]
+
+
+def check_keeping(name, mass, ppl):
+    """1+(W-1) within KEEP of 4+(W-4): "keeping the sink is enough" where a sink was measured; otherwise the same
+    relation, claiming no sink."""
+    ok = abs(ppl[1] - ppl[3]) <= KEEP * ppl[3]
+    detail = f"1+(W-1) {ppl[1]:.2f} vs 4+(W-4) {ppl[3]:.2f} (within {KEEP:.0%})"
+    if sink_measured(mass, ppl):
+        check(ok, f"keeping the sink is enough ({name})", detail)
+    else:
+        check(ok, f"no sink measured ({name}): keeping 1 or 4 first tokens gives the same perplexity",
+              f"{detail}; sink mass {[round(m, 3) for m in mass]} (< {MASS} in a layer >= 1), "
+              f"0+W / 1+(W-1) = {ppl[0] / ppl[1]:.2f}x (< {PENALTY}x)")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--token-mode", default="token", help="sink mode of the models that should have a sink")
@@ -82,8 +105,7 @@ def main():
         run_dir, ckpt, mass, ppl = train(work, data, "parallel", args.token_mode)
         print(f"parallel sink-token model ({args.token_mode}): {describe(mass, ppl)}")
         check(all(m >= MASS for m in mass[1:]), "the sink forms in every layer >= 1", f"{mass} (need >= {MASS})")
-        check(abs(ppl[1] - ppl[3]) <= KEEP * ppl[3], "keeping the sink is enough (parallel)",
-              f"1+(W-1) {ppl[1]:.2f} vs 4+(W-4) {ppl[3]:.2f} (within {KEEP:.0%})")
+        check_keeping("parallel", mass, ppl)
         # The training-time probe at the last step against `sinklm analyze` on the same validation sequences.
         probe = [json.loads(line) for line in open(f"{run_dir}/metrics.jsonl") if "sink_mass" in line][-1]
         analyzed = analyze(ckpt, f"{data}/validation.txt", 8, f"{run_dir}/analyze-validation")
@@ -96,8 +118,7 @@ def main():
         print(f"sequential sink-token model ({args.token_mode}): {describe(mass, ppl)}")
         check(ppl[0] >= PENALTY * ppl[1], "evicting the sink costs perplexity",
               f"0+W {ppl[0]:.2f} vs 1+(W-1) {ppl[1]:.2f} (need >= {PENALTY}x)")
-        check(abs(ppl[1] - ppl[3]) <= KEEP * ppl[3], "keeping the sink is enough (sequential)",
-              f"1+(W-1) {ppl[1]:.2f} vs 4+(W-4) {ppl[3]:.2f} (within {KEEP:.0%})")
+        check_keeping("sequential", mass, ppl)
 
     print(f"both runs and their measurements took {time.time() - start:.0f} s")
     finish()
