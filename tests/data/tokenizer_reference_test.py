@@ -155,3 +155,7 @@ def run_checks(work, rank_path, encoding):
         check(got == want, f"invalid UTF-8 case {i} {sample!r}: sinklm's ids = the reference's",
               f"sinklm {got} reference {want}", quiet=True)
     print(f"invalid UTF-8: {len(INVALID_UTF8)} cases compared")
+
+
+if __name__ == "__main__":
+    main()

@@ -12,8 +12,11 @@ By hand, from the repository root:
 
 A test calls check(ok, what, detail) for each thing it asserts and ends with finish(), which prints the count
 and exits 1 when any check failed, 0 otherwise. Exit code 77 means "skipped" to ctest (SKIP_RETURN_CODE):
-skip(reason) prints why and exits with it.
+skip(reason) prints why and exits with it. A test that imports this module and ends any other way (a
+forgotten finish() or `if __name__ == "__main__"`, an early sys.exit) exits 1, saying so: it cannot pass by
+asserting nothing.
 """
+import atexit
 import contextlib
 import os
 import shutil
@@ -28,6 +31,7 @@ BIN = os.environ.get("SINKLM_BIN") or os.path.join(SOURCE, "build", "sinklm")
 PYTHON = os.environ.get("PYTHON") or sys.executable
 
 _passed, _failed = [], []
+_ended = False  # by finish() or skip()
 
 
 def check(ok, what, detail="", quiet=False):
@@ -48,18 +52,32 @@ def failures():
 
 def finish():
     """Prints `N passed, M failed` (the failed ones named) and exits 1 if any check failed, else 0."""
+    global _ended
     print(f"{len(_passed)} passed, {len(_failed)} failed", flush=True)
     for what in _failed[:30]:
         print(f"  failed: {what}")
     if len(_failed) > 30:
         print(f"  ... and {len(_failed) - 30} more")
+    _ended = True
     sys.exit(1 if _failed else 0)
 
 
 def skip(reason):
     """Ends the test as skipped (exit 77), saying why."""
+    global _ended
     print(f"SKIPPED: {reason}", flush=True)
+    _ended = True
     sys.exit(SKIPPED)
+
+
+@atexit.register
+def _ended_without_finish():
+    if _ended:
+        return
+    sys.stdout.flush()
+    print(f"sinklm_test: the test ended without finish() or skip() ({len(_passed)} passed, {len(_failed)} failed "
+          f"checks so far): failing it", file=sys.stderr, flush=True)
+    os._exit(1)
 
 
 def source_path(*parts):
