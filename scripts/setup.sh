@@ -12,7 +12,7 @@ APT_PACKAGES=(build-essential cmake ninja-build ccache pkg-config python3-venv
   openmpi-bin libopenmpi-dev libyaml-cpp-dev libgtest-dev nlohmann-json3-dev libcpp-httplib-dev
   libpcre2-dev libsentencepiece-dev libssl-dev curl)
 # data: ICU (NFC for tokenizer.json), zlib (gzip/dictzip corpus sources and .jsonl.gz inputs), libzstd (.jsonl.zst
-# inputs; the zstd CLI makes them in tests and scripts/bench_prepare), readline (bible-kjv's `bible` program).
+# inputs; the zstd CLI makes them in tests and scripts/bench/bench_prepare), readline (bible-kjv's `bible` program).
 APT_PACKAGES+=(libicu-dev zlib1g-dev libzstd-dev zstd libreadline8)
 # eval: lm-eval (with accelerate, which its HF backend imports) is the reference of tests/eval; its [api]
 # extra (tenacity, aiohttp) runs its local-completions model against `sinklm serve` (tests/serve).

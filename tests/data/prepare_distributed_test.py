@@ -15,29 +15,17 @@ import json
 import os
 import shutil
 import subprocess
-import sys
-import tempfile
 
-sys.path.insert(0, os.path.join(os.environ["SINKLM_SOURCE_DIR"], "scripts"))
-import gpt2_reference as ref  # noqa: E402
+import gpt2_reference as ref
+import sinklm_test
+from sinklm_test import BIN, check, finish, skip, temp_dir
 
-SINKLM = os.environ["SINKLM_BIN"]
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 MPIRUN = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", "2"]
-failures = []
-
-
-def check(ok, what):
-    print(("PASS " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        failures.append(what)
 
 
 def run(cmd, expect=0):
-    p = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=300)
-    if expect is not None and p.returncode != expect:
-        raise RuntimeError(f"{' '.join(cmd)} exited {p.returncode}:\n{p.stdout}\n{p.stderr}")
-    return p
+    return sinklm_test.run(cmd, expect=expect, env=ENV, timeout=300)
 
 
 def same_directory(a, b):
@@ -79,15 +67,13 @@ def make_corpus(root):
 def main():
     rank_path = ref.gpt2_rank_file()
     if rank_path is None or not shutil.which("zstd") or shutil.which("mpirun") is None:
-        print("SKIP: needs openai-whisper (the GPT-2 rank file), the zstd CLI and mpirun (scripts/setup.sh)")
-        return 77
-    work = tempfile.mkdtemp(prefix="sinklm-prepare-dist-")
-    try:
+        skip("needs openai-whisper (the GPT-2 rank file), the zstd CLI and mpirun (scripts/setup.sh)")
+    with temp_dir("sinklm-prepare-dist-") as work:
         corpus = os.path.join(work, "corpus")
         n_docs = make_corpus(corpus)
 
         def command(out, threads, *extra):
-            return [SINKLM, "prepare", "shards", "--tokenizer", rank_path, "--in", corpus, "--out", out,
+            return [BIN, "prepare", "shards", "--tokenizer", rank_path, "--in", corpus, "--out", out,
                     "--unit-bytes", "96K", "--shard-tokens", "20000", "--validation-size", "0.05",
                     "--test-size", "0.05", "--threads", str(threads), "--progress-seconds", "0", *extra]
 
@@ -123,11 +109,8 @@ def main():
         p = run(MPIRUN + command(killed2, 1))
         diff = same_directory(ref_dir, killed2)
         check("resuming: 5 of" in p.stderr and not diff, f"killed, resumed on 2 ranks == uninterrupted {diff}")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    print(f"{len(failures)} failures")
-    return 1 if failures else 0
+    finish()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

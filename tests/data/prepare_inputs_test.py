@@ -18,28 +18,16 @@ import random
 import shutil
 import struct
 import subprocess
-import sys
-import tempfile
 
-sys.path.insert(0, os.path.join(os.environ["SINKLM_SOURCE_DIR"], "scripts"))
-import gpt2_reference as ref  # noqa: E402
+import gpt2_reference as ref
+from sinklm_test import check, finish, run_sinklm, skip, temp_dir
 
-SINKLM = os.environ["SINKLM_BIN"]
 M64 = (1 << 64) - 1
-failures = []
-
-
-def check(ok, what):
-    print(("PASS " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        failures.append(what)
 
 
 def run(*args, stdin=None, expect=0):
-    out = subprocess.run([SINKLM, *args], input=stdin, capture_output=True)
-    if expect is not None and out.returncode != expect:
-        raise RuntimeError(f"sinklm {' '.join(args)} exited {out.returncode}:\n{out.stderr.decode()}")
-    return out
+    """`sinklm ARGS...` with bytes in and out."""
+    return run_sinklm(*args, stdin=stdin, expect=expect, text=False)
 
 
 def splitmix64(x):
@@ -95,13 +83,10 @@ def make_documents(count, seed):
 def main():
     rank_path = ref.gpt2_rank_file()
     if rank_path is None or not shutil.which("zstd"):
-        print("SKIP: needs openai-whisper (the GPT-2 rank file) and the zstd CLI (scripts/setup.sh)")
-        return 77
-    work = tempfile.mkdtemp(prefix="sinklm-inputs-")
-    try:
-        return run_checks(work, rank_path)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+        skip("needs openai-whisper (the GPT-2 rank file) and the zstd CLI (scripts/setup.sh)")
+    with temp_dir("sinklm-inputs-") as work:
+        run_checks(work, rank_path)
+    finish()
 
 
 def run_checks(work, rank_path):
@@ -234,9 +219,6 @@ def run_checks(work, rank_path):
             "--validation-size", "1.5", expect=2)
     check("--validation-size" in r.stderr.decode(), f"bad size names the flag: {r.stderr.decode().strip()}")
 
-    print(f"{len(failures)} failures")
-    return 1 if failures else 0
-
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -6,22 +6,16 @@ apt-get cannot download the packages (offline machine)."""
 import json
 import os
 import struct
-import subprocess
-import sys
-import tempfile
 
-sys.path.insert(0, os.path.join(os.environ["SINKLM_SOURCE_DIR"], "scripts"))
-import gpt2_reference as ref  # noqa: E402
+import gpt2_reference as ref
+from sinklm_test import CommandFailed, check, finish, run_sinklm, skip, temp_dir
 
-SINKLM = os.environ["SINKLM_BIN"]
 SOURCES = "bible-kjv,fortunes,dict-devil"
 
 
 def run(*args, stdin=None):
-    out = subprocess.run([SINKLM, *args], input=stdin, capture_output=True)
-    if out.returncode != 0:
-        raise RuntimeError(f"sinklm {' '.join(args)} failed ({out.returncode}):\n{out.stderr.decode()}")
-    return out.stdout
+    """stdout (bytes) of `sinklm ARGS...`, which must succeed."""
+    return run_sinklm(*args, stdin=stdin, text=False).stdout
 
 
 def read_shard(path):
@@ -39,47 +33,48 @@ def read_shard(path):
 def main():
     rank_path = ref.gpt2_rank_file()
     if rank_path is None:
-        print("SKIP: openai-whisper (GPT-2 rank file) not installed")
-        return 77
+        skip("openai-whisper (GPT-2 rank file) not installed")
+    with temp_dir("sinklm-prepare-") as work:
+        run_checks(work, rank_path)
+    finish()
+
+
+def run_checks(work, rank_path):
     encoding = ref.tiktoken_encoding(rank_path)
     cache = os.environ.get("SINKLM_DEB_CACHE", os.path.join(os.getcwd(), "deb-cache"))
-    work = tempfile.mkdtemp(prefix="sinklm-prepare-")
     corpus = os.path.join(work, "corpus")
     try:
         run("prepare", "corpus", "--out", corpus, "--sources", SOURCES, "--cache", cache, "--seed", "5",
             "--validation-fraction", "0.05", "--test-fraction", "0.05", "--tokenizer", rank_path)
-    except RuntimeError as e:
+    except CommandFailed as e:
         if "apt-get download" in str(e):
-            print(f"SKIP: cannot download Debian packages here:\n{e}")
-            return 77
+            skip(f"cannot download Debian packages here:\n{e}")
         raise
-    failures = []
 
-    def check(ok, what):
-        if not ok:
-            failures.append(what)
-
+    # Per-document checks print only when they fail (quiet): there are thousands.
     manifest = json.load(open(os.path.join(corpus, "manifest.json")))
     names = [s["name"] for s in manifest["sources"]]
-    check(sorted(names) == sorted(SOURCES.split(",")), f"sources {names}")
+    check(sorted(names) == sorted(SOURCES.split(",")), "the manifest lists the sources asked for", f"{names}")
     for s in manifest["sources"]:
         check(s["licence"] and s["debian_packages"] and all(p["version"] for p in s["debian_packages"]),
-              f"source {s['name']} lacks licence or package versions")
+              f"source {s['name']} has a licence and package versions")
     bible = [d for d in manifest["documents"] if d["source"] == "bible-kjv"]
-    check(len(bible) == 66, f"{len(bible)} bible books")
+    check(len(bible) == 66, "66 bible books", f"{len(bible)}")
     total = 0
     by_id = {d["id"]: d for d in manifest["documents"]}
     texts = {}
     for split in ("train", "validation", "test"):
         docs = [json.loads(line) for line in open(os.path.join(corpus, split + ".jsonl"), encoding="utf-8")]
-        check(len(docs) > 0, f"split {split} is empty")
-        check(manifest["splits"][split]["documents"] == len(docs), f"split {split} count")
+        check(len(docs) > 0, f"split {split} is not empty")
+        check(manifest["splits"][split]["documents"] == len(docs), f"split {split}: the manifest's document count",
+              f"{manifest['splits'][split]['documents']} vs {len(docs)}")
         for d in docs:
             texts[d["id"]] = (split, d["text"])
             total += len(d["text"].encode())
-            check(by_id[d["id"]]["split"] == split, f"{d['id']} split mismatch")
-            check(by_id[d["id"]]["tokens"] == len(encoding.encode_ordinary(d["text"])), f"{d['id']} token count")
-    check(total > 5_000_000, f"only {total} bytes of text")
+            check(by_id[d["id"]]["split"] == split, f"{d['id']}: the manifest's split", quiet=True)
+            check(by_id[d["id"]]["tokens"] == len(encoding.encode_ordinary(d["text"])),
+                  f"{d['id']}: the manifest's token count = tiktoken's", quiet=True)
+    check(total > 5_000_000, "more than 5 MB of text", f"{total} bytes")
     check("In the beginning God created the heaven and the earth." in texts["bible-kjv/Ge"][1], "Genesis text")
 
     again = os.path.join(work, "corpus-again")
@@ -87,39 +82,36 @@ def main():
         "--validation-fraction", "0.05", "--test-fraction", "0.05")
     for split in ("train", "validation", "test"):
         check(open(os.path.join(corpus, split + ".jsonl"), "rb").read() == open(os.path.join(again, split + ".jsonl"), "rb").read(),
-              f"{split} differs between two runs with one seed")
+              f"{split}: two runs with one seed give the same bytes")
 
     shards = os.path.join(work, "shards")
     run("prepare", "shards", "--tokenizer", rank_path, "--in", corpus, "--out", shards, "--shard-tokens", "300000")
     smanifest = json.load(open(os.path.join(shards, "manifest.json")))
-    check(len(smanifest["splits"]["train"]["shards"]) > 1, "expected several train shards")
+    check(len(smanifest["splits"]["train"]["shards"]) > 1, "several train shards")
     docs_in_order = [d for d in smanifest["documents"]]
     for split in ("train", "validation", "test"):
         expected = [d for d in docs_in_order if d["split"] == split]
         i = 0
         for name in smanifest["splits"][split]["shards"]:
             ids, starts, eot, vocab = read_shard(os.path.join(shards, name))
-            check(eot == 50256 and vocab == 50257, f"{name}: eot {eot} vocab {vocab}")
+            check(eot == 50256 and vocab == 50257, f"{name}: eot 50256, vocab 50257", f"eot {eot} vocab {vocab}", quiet=True)
             for k in range(len(starts) - 1):
                 doc = expected[i]
                 i += 1
                 want = encoding.encode_ordinary(texts[doc["id"]][1]) + [eot]
-                check(ids[starts[k]:starts[k + 1]] == want, f"{name} document {k} ({doc['id']}) ids differ from tiktoken")
-        check(i == len(expected), f"{split}: shards hold {i} documents, manifest lists {len(expected)}")
+                check(ids[starts[k]:starts[k + 1]] == want, f"{name} document {k} ({doc['id']}): tiktoken's ids", quiet=True)
+        check(i == len(expected), f"{split}: the shards hold the documents the manifest lists",
+              f"{i} vs {len(expected)}")
 
     spm = os.path.join(work, "spm")
     run("prepare", "sentencepiece", "--in", corpus, "--out", spm, "--vocab-size", "2000", "--threads", "2")
     sample = texts["bible-kjv/Ge"][1][:5000] + "\nnaïve — 1234 €\n"
     ids = run("tokenize", "--tokenizer", os.path.join(spm, "tokenizer.model"), stdin=sample.encode())
-    check(len(ids.split()) < len(sample) / 2, "sentencepiece vocabulary does not compress the text")
+    check(len(ids.split()) < len(sample) / 2, "the sentencepiece vocabulary compresses the text")
     back = run("tokenize", "--tokenizer", os.path.join(spm, "tokenizer.model"), "--decode", stdin=ids)
-    check(back == sample.encode(), "sentencepiece round trip differs")
-
-    for f in failures[:30]:
-        print("FAIL:", f)
-    print(f"corpus {total / 1e6:.1f} MB, {len(texts)} documents; {len(failures)} failures")
-    return 1 if failures else 0
+    check(back == sample.encode(), "sentencepiece round trip")
+    print(f"corpus {total / 1e6:.1f} MB, {len(texts)} documents")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -4,14 +4,9 @@ hand-written edge cases, and --decode must give back the input bytes. Exit 77 (s
 rank file (PyPI openai-whisper) or a reference library is not installed."""
 import json
 import os
-import subprocess
-import sys
-import tempfile
 
-sys.path.insert(0, os.path.join(os.environ["SINKLM_SOURCE_DIR"], "scripts"))
-import gpt2_reference as ref  # noqa: E402
-
-SINKLM = os.environ["SINKLM_BIN"]
+import gpt2_reference as ref
+from sinklm_test import check, finish, run_sinklm, skip, temp_dir
 
 EDGE_CASES = [
     "",
@@ -65,28 +60,21 @@ def sinklm_encode(tokenizer_path, data):
 
 
 def run_sinklm_encode(tokenizer_path, data):
-    out = subprocess.run([SINKLM, "tokenize", "--tokenizer", tokenizer_path], input=data, capture_output=True)
-    if out.returncode != 0:
-        raise SystemExit(f"sinklm tokenize failed ({out.returncode}): {out.stderr.decode()}")
+    out = run_sinklm("tokenize", "--tokenizer", tokenizer_path, stdin=data, text=False)
     return [int(x) for x in out.stdout.split()]
 
 
 def sinklm_encode_documents(tokenizer_path, texts):
     data = "".join(json.dumps(t) + "\n" for t in texts).encode()
-    out = subprocess.run([SINKLM, "tokenize", "--tokenizer", tokenizer_path, "--jsonl"], input=data, capture_output=True)
-    if out.returncode != 0:
-        raise SystemExit(f"sinklm tokenize --jsonl failed ({out.returncode}): {out.stderr.decode()}")
+    out = run_sinklm("tokenize", "--tokenizer", tokenizer_path, "--jsonl", stdin=data, text=False)
     lines = out.stdout.decode().split("\n")[:-1]
     assert len(lines) == len(texts), f"--jsonl gave {len(lines)} lines for {len(texts)} documents"
     return [[int(x) for x in line.split()] for line in lines]
 
 
 def sinklm_decode(tokenizer_path, ids):
-    out = subprocess.run([SINKLM, "tokenize", "--tokenizer", tokenizer_path, "--decode"],
-                         input=" ".join(map(str, ids)).encode(), capture_output=True)
-    if out.returncode != 0:
-        raise SystemExit(f"sinklm tokenize --decode failed ({out.returncode}): {out.stderr.decode()}")
-    return out.stdout
+    return run_sinklm("tokenize", "--tokenizer", tokenizer_path, "--decode", stdin=" ".join(map(str, ids)).encode(),
+                      text=False).stdout
 
 
 def first_difference(a, b):
@@ -111,18 +99,19 @@ def invalid_utf8_reference(encoding, data):
 def main():
     rank_path = ref.gpt2_rank_file()
     if rank_path is None:
-        print("SKIP: openai-whisper (GPT-2 rank file) not installed; run scripts/setup.sh")
-        return 77
+        skip("openai-whisper (GPT-2 rank file) not installed; run scripts/setup.sh")
     try:
         encoding = ref.tiktoken_encoding(rank_path)
         import tokenizers  # noqa: F401
     except ImportError as e:
-        print(f"SKIP: reference library missing: {e}")
-        return 77
+        skip(f"reference library missing: {e}")
+    with temp_dir("sinklm-tokref-") as work:
+        run_checks(work, rank_path, encoding)
+    finish()
 
-    failures = []
-    checks = 0
-    work = tempfile.mkdtemp(prefix="sinklm-tokref-")
+
+def run_checks(work, rank_path, encoding):
+    # One check per input and oracle; they print only when they fail (quiet), a line per oracle says what ran.
     plain = ref.write_hf_files(rank_path, os.path.join(work, "plain"))
     neox_like = ref.write_hf_files(rank_path, os.path.join(work, "neox"), add_prefix_space=True, nfc=True)
     text = ref.real_english_text(1_200_000)
@@ -141,37 +130,32 @@ def main():
         edge_ids = sinklm_encode_documents(path, EDGE_CASES)
         _encoded.update({(path, s.encode()): ids for s, ids in zip(EDGE_CASES, edge_ids)})
         for label, sample in [("real text", text)] + [(f"edge case {i}", s) for i, s in enumerate(EDGE_CASES)]:
-            checks += 1
             want = reference(sample)
             got = sinklm_encode(path, sample.encode("utf-8"))
-            if got != want:
-                i = first_difference(got, want)
-                failures.append(f"{name}, {label}: {len(got)} vs {len(want)} ids, first difference at {i}: "
-                                f"sinklm {got[i:i + 8]} reference {want[i:i + 8]}")
+            i = first_difference(got, want)
+            check(got == want, f"{name}, {label}: sinklm's ids = the reference's",
+                  f"{len(got)} vs {len(want)} ids, first difference at {i}: sinklm {got[i:i + 8]} reference {want[i:i + 8]}",
+                  quiet=True)
         print(f"{name}: compared real text and {len(EDGE_CASES)} edge cases")
 
     # Round trip (no normaliser): every input comes back byte for byte, including invalid UTF-8.
     tiktoken_path = rank_path
     for i, sample in enumerate([text.encode()] + [s.encode() for s in EDGE_CASES] + INVALID_UTF8):
-        checks += 1
         ids = sinklm_encode(tiktoken_path, sample)
         back = sinklm_decode(tiktoken_path, ids)
-        if back != sample:
-            failures.append(f"round trip {i}: decode(encode(x)) differs at byte {first_difference(back, sample)}")
-        if i > 0 and i <= len(EDGE_CASES) and sample.decode() != encoding.decode(ids):
-            failures.append(f"round trip {i}: tiktoken decodes sinklm's ids differently")
+        check(back == sample, f"round trip {i}: decode(encode(x)) = x",
+              f"differs at byte {first_difference(back, sample)}", quiet=True)
+        if i > 0 and i <= len(EDGE_CASES):
+            check(sample.decode() == encoding.decode(ids), f"round trip {i}: tiktoken decodes sinklm's ids to the input",
+                  quiet=True)
+    print(f"round trips: real text, {len(EDGE_CASES)} edge cases, {len(INVALID_UTF8)} invalid UTF-8 inputs")
     for i, sample in enumerate(INVALID_UTF8):
-        checks += 1
         got = sinklm_encode(tiktoken_path, sample)
         want = invalid_utf8_reference(encoding, sample)
-        if got != want:
-            failures.append(f"invalid UTF-8 case {i} {sample!r}: sinklm {got} reference {want}")
-
-    for f in failures:
-        print("FAIL:", f)
-    print(f"{checks - len(failures)}/{checks} checks passed")
-    return 1 if failures else 0
+        check(got == want, f"invalid UTF-8 case {i} {sample!r}: sinklm's ids = the reference's",
+              f"sinklm {got} reference {want}", quiet=True)
+    print(f"invalid UTF-8: {len(INVALID_UTF8)} cases compared")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

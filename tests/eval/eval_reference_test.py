@@ -16,19 +16,17 @@ import json
 import math
 import os
 import re
-import tempfile
+
+from sinklm_test import check, finish, run_sinklm, skip, temp_dir
 
 try:
     import numpy as np
     import torch
     from tokenizers import Tokenizer
 except ImportError as e:  # pragma: no cover
-    print(f"SKIPPED: reference package not importable ({e}); run scripts/setup.sh to install it")
-    raise SystemExit(77)
+    skip(f"reference package not importable ({e}); run scripts/setup.sh to install it")
 
-from eval_support import FIXTURES, Checks, load_hf, run_sinklm, save_model, train_tokenizer, write_corpus
-
-checks = Checks()
+from eval_support import FIXTURES, load_hf, save_model, train_tokenizer, write_corpus  # noqa: E402
 
 
 # --- lm-eval task definitions, written again from its task YAMLs ---------------------------------------------
@@ -153,13 +151,13 @@ def compare_eval(name, ref, checkpoint, data_dir, tasks, work):
         metrics, lls = reference_metrics(ref, task, docs)
         our_lls = [np.array(s["logprobs"]) for s in logged if s["task"] == task]
         err = max(float(np.abs(a - b).max()) for a, b in zip(our_lls, lls))
-        checks.check(f"{name} {task}: log-probs of {sum(len(x) for x in lls)} requests", len(our_lls) == len(lls) and err <= 2e-4,
-                     f"max abs diff {err:.2e}")
+        check(len(our_lls) == len(lls) and err <= 2e-4, f"{name} {task}: log-probs of {sum(len(x) for x in lls)} requests",
+              f"max abs diff {err:.2e}")
         for metric, value in metrics.items():
             got = ours.get((task, metric), {}).get("value")
             ok = got is not None and (abs(got - value) <= 1e-4 * value if metric == "perplexity" else got == value)
-            checks.check(f"{name} {task} {metric} = {value:.4f}", ok, f"sinklm {got}")
-        checks.check(f"{name} {task}: n = {len(docs)}", ours[(task, "acc")]["n"] == len(docs))
+            check(ok, f"{name} {task} {metric} = {value:.4f}", f"sinklm {got}")
+        check(ours[(task, "acc")]["n"] == len(docs), f"{name} {task}: n = {len(docs)}")
     return logged
 
 
@@ -169,8 +167,8 @@ def check_batch_invariance(checkpoint, data_dir, tasks, logged, work):
                "--samples", samples, "--batch", "1")
     single = read_jsonl(samples)
     err = max(float(np.abs(np.array(a["logprobs"]) - np.array(b["logprobs"])).max()) for a, b in zip(single, logged))
-    checks.check("--batch 1 and --batch 5 give the same scores", len(single) == len(logged) and err <= 1e-5,
-                 f"max abs diff {err:.2e}")
+    check(len(single) == len(logged) and err <= 1e-5, "--batch 1 and --batch 5 give the same scores",
+          f"max abs diff {err:.2e}")
 
 
 def check_windows(ref, checkpoint, data_dir, work):
@@ -187,8 +185,8 @@ def check_windows(ref, checkpoint, data_dir, work):
             ll, ref_greedy = ref.windowed_loglikelihood(context, continuation, positions)
             err = max(err, abs(ll - ours), 0.0 if greedy == ref_greedy else math.inf)
             pieces = max(pieces, windows)
-    checks.check(f"continuations longer than {positions} positions, scored in pieces (up to {pieces})",
-                 pieces > 1 and err <= 2e-4, f"max abs diff {err:.2e}")
+    check(pieces > 1 and err <= 2e-4, f"continuations longer than {positions} positions, scored in pieces (up to {pieces})",
+          f"max abs diff {err:.2e}")
 
 
 def check_analyze(ref, checkpoint, text_file, work):
@@ -210,20 +208,20 @@ def check_analyze(ref, checkpoint, text_file, work):
         first_mass = first_mass + far[..., len(ref.sinks):len(ref.sinks) + first].mean(-2) / segments
     ours_first = torch.tensor([[h["first_positions"] for h in layer["heads"]] for layer in report["layers"]]).double()
     err = float((ours_first - first_mass).abs().max())
-    checks.check("analyze: mass on the first positions per head = transformers' attentions", err <= 1e-4, f"{err:.2e}")
+    check(err <= 1e-4, "analyze: mass on the first positions per head = transformers' attentions", f"{err:.2e}")
     if ref.sinks:
         ours_sink = torch.tensor([[h["sink_token"] for h in layer["heads"]] for layer in report["layers"]]).double()
         err = float((ours_sink - sink_mass).abs().max())
-        checks.check("analyze: mass on the sink token per head = transformers' attentions", err <= 1e-4, f"{err:.2e}")
+        check(err <= 1e-4, "analyze: mass on the sink token per head = transformers' attentions", f"{err:.2e}")
     pngs = sorted(f for f in os.listdir(out) if f.endswith(".png"))
-    checks.check("analyze writes sink_mass.png and maps for layers 0 and 2",
-                 pngs == ["attention_map_layer0.png", "attention_map_layer2.png", "sink_mass.png"], str(pngs))
+    check(pngs == ["attention_map_layer0.png", "attention_map_layer2.png", "sink_mass.png"],
+          "analyze writes sink_mass.png and maps for layers 0 and 2", str(pngs))
 
 
 def main():
     official = ["arc_challenge", "arc_easy", "hellaswag", "lambada_openai", "openbookqa", "piqa", "winogrande"]
     proxies = ["proxy_lambada", "proxy_hellaswag", "proxy_definitions"]
-    with tempfile.TemporaryDirectory() as work:
+    with temp_dir("sinklm-eval-reference-") as work:
         tokenizer = os.path.join(work, "tokenizer.json")
         n_tokens = train_tokenizer(tokenizer)
         data = os.path.join(work, "data")
@@ -248,7 +246,7 @@ def main():
                 check_batch_invariance(checkpoint, data, official + proxies, logged, work)
             check_windows(ref, checkpoint, data, work)
             check_analyze(ref, checkpoint, text_file, work)
-    checks.finish()
+    finish()
 
 
 if __name__ == "__main__":

@@ -1,13 +1,11 @@
 """Shared fixtures of the eval tests: a small byte-level BPE tokenizer trained with Hugging Face `tokenizers`,
 GPT-NeoX checkpoints saved by transformers (vanilla, and a `token` sink model via config.json's sink block),
-and a tiny corpus directory in `sinklm prepare corpus` layout. Nothing here is used by sinklm itself."""
+and a tiny corpus directory in `sinklm prepare corpus` layout. Nothing here is used by sinklm itself.
+Checks, the binary and the exit code come from tests/support/sinklm_test.py."""
 import json
 import os
-import subprocess
-import sys
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
-SINKLM = os.environ.get("SINKLM_BIN", "build/sinklm")
 
 # Held-out prose and dictionary text for `sinklm eval build-tasks` (validation/test) and a train split.
 PROSE = [
@@ -99,24 +97,3 @@ def load_hf(directory):
     from transformers import GPTNeoXForCausalLM
     model = GPTNeoXForCausalLM.from_pretrained(directory, attn_implementation="eager").eval()
     return model
-
-
-def run_sinklm(*args):
-    run = subprocess.run([SINKLM, *args], capture_output=True, text=True)
-    if run.returncode != 0:
-        print(f"sinklm {' '.join(args)} failed ({run.returncode}):\n{run.stderr}{run.stdout}")
-        sys.exit(1)
-    return run.stdout
-
-
-class Checks:
-    def __init__(self):
-        self.passed, self.failed = [], []
-
-    def check(self, name, ok, detail=""):
-        (self.passed if ok else self.failed).append(name)
-        print(("PASS " if ok else "FAIL ") + name + (f": {detail}" if detail else ""))
-
-    def finish(self):
-        print(f"{len(self.passed)} passed, {len(self.failed)} failed")
-        sys.exit(1 if self.failed else 0)

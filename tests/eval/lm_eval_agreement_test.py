@@ -11,7 +11,8 @@ Exit code 77 (skipped) when lm_eval cannot be imported by this Python.
 """
 import json
 import os
-import tempfile
+
+from sinklm_test import check, finish, run_sinklm, skip, temp_dir
 
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -20,10 +21,9 @@ try:
     import lm_eval
     from lm_eval.tasks import TaskManager
 except ImportError as e:  # pragma: no cover
-    print(f"SKIPPED: lm_eval not importable ({e}); pip install lm-eval (scripts/setup.sh does)")
-    raise SystemExit(77)
+    skip(f"lm_eval not importable ({e}); pip install lm-eval (scripts/setup.sh does)")
 
-from eval_support import FIXTURES, Checks, run_sinklm, save_model, train_tokenizer
+from eval_support import FIXTURES, save_model, train_tokenizer  # noqa: E402
 
 TASKS = {  # our task name -> lm-eval's YAML (relative to lm_eval/tasks) and the split it evaluates
     "arc_easy": ("arc/arc_easy.yaml", "test"),
@@ -63,7 +63,7 @@ def sinklm_eval_scores(checkpoint, work):
     return ours, our_lls
 
 
-def compare_with_lm_eval(checks, result, ours, our_lls, label=""):
+def compare_with_lm_eval(result, ours, our_lls, label=""):
     """lm-eval's logged requests and metrics (`result` of simple_evaluate with log_samples) against sinklm
     eval's: `ours` {(task, metric): value}, `our_lls` {(task, doc): [log-likelihood per request]}."""
     for task in TASKS:
@@ -71,8 +71,8 @@ def compare_with_lm_eval(checks, result, ours, our_lls, label=""):
         diffs = [abs(float(resp[0][0]) - ours_ll) for s in logged
                  for resp, ours_ll in zip(s["resps"], our_lls.get((task, s["doc_id"]), []))]
         n_requests = sum(len(s["resps"]) for s in logged)
-        checks.check(f"{label}{task}: log-likelihood of {n_requests} requests", len(diffs) == n_requests and max(diffs) <= 2e-4,
-                     f"max abs diff {max(diffs):.2e}")
+        check(len(diffs) == n_requests and max(diffs) <= 2e-4, f"{label}{task}: log-likelihood of {n_requests} requests",
+              f"max abs diff {max(diffs):.2e}")
         theirs = result["results"][f"local_{task}"]
         for key, value in theirs.items():
             metric = key.split(",")[0]
@@ -80,12 +80,11 @@ def compare_with_lm_eval(checks, result, ours, our_lls, label=""):
                 continue
             got = ours.get((task, metric))
             ok = got is not None and (abs(got - value) <= 1e-4 * value if metric == "perplexity" else got == value)
-            checks.check(f"{label}{task} {metric}: lm-eval {value:.4f}", ok, f"sinklm {got}")
+            check(ok, f"{label}{task} {metric}: lm-eval {value:.4f}", f"sinklm {got}")
 
 
 def main():
-    checks = Checks()
-    with tempfile.TemporaryDirectory() as work:
+    with temp_dir("sinklm-lm-eval-") as work:
         tokenizer = os.path.join(work, "tokenizer.json")
         n_tokens = train_tokenizer(tokenizer)
         checkpoint = save_model(os.path.join(work, "model"), tokenizer, n_tokens, "none", seed=3)
@@ -98,8 +97,8 @@ def main():
             model="hf", model_args=f"pretrained={checkpoint},tokenizer={checkpoint},dtype=float32",
             tasks=[f"local_{t}" for t in TASKS], task_manager=TaskManager(include_path=yamls), batch_size=1,
             device="cpu", num_fewshot=0, bootstrap_iters=0, log_samples=True)
-        compare_with_lm_eval(checks, result, ours, our_lls)
-    checks.finish()
+        compare_with_lm_eval(result, ours, our_lls)
+    finish()
 
 
 if __name__ == "__main__":

@@ -9,9 +9,8 @@ Exit code 77 (skipped) only when the reference packages cannot be imported.
 """
 import json
 import os
-import subprocess
-import sys
-import tempfile
+
+from sinklm_test import check, config, finish, run_sinklm, skip, temp_dir
 
 try:
     import numpy as np
@@ -19,26 +18,14 @@ try:
     from safetensors.numpy import load_file
     from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
 except ImportError as e:  # pragma: no cover - environment without the oracle
-    print(f"SKIPPED: reference package not importable ({e}); run scripts/setup.sh to install it")
-    sys.exit(77)
+    skip(f"reference package not importable ({e}); run scripts/setup.sh to install it")
 
-SINKLM = os.environ.get("SINKLM_BIN", "build/sinklm")
 TOLERANCE = 1e-4
-failures = []
-passed = []
-
-
-def check(name, ok, detail=""):
-    (passed if ok else failures).append(name)
-    print(("PASS " if ok else "FAIL ") + name + (f": {detail}" if detail else ""))
 
 
 def sinklm_logits(checkpoint, ids, workdir):
     out = os.path.join(workdir, "logits.safetensors")
-    run = subprocess.run([SINKLM, "forward", "--checkpoint", checkpoint, "--ids", " ".join(map(str, ids)),
-                          "--out", out], capture_output=True, text=True)
-    if run.returncode != 0:
-        raise RuntimeError(f"sinklm forward failed: {run.stderr}")
+    run = run_sinklm("forward", "--checkpoint", checkpoint, "--ids", " ".join(map(str, ids)), "--out", out)
     tensors = load_file(out)
     return tensors["logits"], tensors["input_ids"], json.loads(run.stdout)
 
@@ -68,7 +55,7 @@ def hf_to_sinklm(workdir, parallel_residual):
     ids = [int(i) for i in torch.randint(0, 96, (40,), generator=torch.Generator().manual_seed(1))]
     ours, _, _ = sinklm_logits(directory, ids, workdir)
     err = relative_error(ours, hf_logits(model, ids))
-    check(f"HF -> sinklm logits (parallel_residual={parallel_residual})", err <= TOLERANCE, f"max rel err {err:.2e}")
+    check(err <= TOLERANCE, f"HF -> sinklm logits (parallel_residual={parallel_residual})", f"max rel err {err:.2e}")
 
 
 def sinklm_to_hf(workdir, sink_mode):
@@ -76,32 +63,30 @@ def sinklm_to_hf(workdir, sink_mode):
     overrides = ["model.vocab_size=128", "model.tokenizer_vocab_size=120", "model.hidden_size=64",
                  "model.num_layers=3", "model.num_heads=4", "model.intermediate_size=256",
                  "model.max_position_embeddings=128", f"model.sink.mode={sink_mode}", "model.init_seed=9"]
-    config_file = os.path.join(os.environ.get("SINKLM_SOURCE_DIR", "."), "configs", "tiny.yaml")
-    cmd = [SINKLM, "init", "--config", config_file, "--out", directory]
+    args = ["init", "--config", config("tiny.yaml"), "--out", directory]
     for o in overrides:
-        cmd += ["--set", o]
-    subprocess.run(cmd, check=True, capture_output=True)
+        args += ["--set", o]
+    run_sinklm(*args)
     model, info = GPTNeoXForCausalLM.from_pretrained(directory, output_loading_info=True, attn_implementation="eager")
     model.eval()
-    check(f"transformers loads sinklm {sink_mode} checkpoint with no missing/unexpected tensors",
-          not info["missing_keys"] and not info["unexpected_keys"], str(info))
+    check(not info["missing_keys"] and not info["unexpected_keys"],
+          f"transformers loads sinklm {sink_mode} checkpoint with no missing/unexpected tensors", str(info))
     ids = [int(i) for i in torch.randint(0, 120, (50,), generator=torch.Generator().manual_seed(2))]
     ours, fed_ids, _ = sinklm_logits(directory, ids, workdir)
     fed = [int(i) for i in fed_ids]
     if sink_mode == "token":
-        check("sinklm prepends the sink token id", fed == [120] + ids, str(fed[:3]))
+        check(fed == [120] + ids, "sinklm prepends the sink token id", str(fed[:3]))
     err = relative_error(ours, hf_logits(model, fed))
-    check(f"sinklm {sink_mode} -> HF logits", err <= TOLERANCE, f"max rel err {err:.2e}")
+    check(err <= TOLERANCE, f"sinklm {sink_mode} -> HF logits", f"max rel err {err:.2e}")
 
 
 def main():
-    with tempfile.TemporaryDirectory() as workdir:
+    with temp_dir("sinklm-hf-roundtrip-") as workdir:
         hf_to_sinklm(workdir, True)
         hf_to_sinklm(workdir, False)
         sinklm_to_hf(workdir, "none")
         sinklm_to_hf(workdir, "token")
-    print(f"{len(passed)} passed, {len(failures)} failed")
-    sys.exit(1 if failures else 0)
+    finish()
 
 
 if __name__ == "__main__":

@@ -22,11 +22,11 @@ import os
 import shutil
 import signal
 import socket
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
+
+from sinklm_test import check, failures, skip
 
 
 def find_browser():
@@ -43,9 +43,7 @@ def find_browser():
     if not driver:
         missing.append("chromedriver (apt: chromium-driver)")
     if missing:
-        print("skipped: no browser to test the chat page with: missing " + ", ".join(missing)
-              + " (scripts/test.sh installs them)")
-        sys.exit(77)
+        skip("no browser to test the chat page with: missing " + ", ".join(missing) + " (scripts/test.sh installs them)")
     return chromium, driver
 
 
@@ -59,7 +57,8 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
-from serve_support import BIN, check, failures, with_byte_model  # noqa: E402
+import serve_support  # noqa: E402
+from serve_support import with_byte_model  # noqa: E402
 
 KEY = "chat-page-key"
 WINDOW = 128         # 1 sink token + 127 recent; the first prompt and reply piece fit, the first reply does not
@@ -110,14 +109,8 @@ def free_port():
 
 def start_server(checkpoint, sessions, port, log):
     """The same port every time: the page's origin, and with it its stored session and key, depend on it."""
-    proc = subprocess.Popen(
-        [BIN, "serve", "--checkpoint", checkpoint, "--port", str(port), "--window", str(WINDOW), "--api-key", KEY,
-         "--session-dir", sessions, "--threads", "1", "--max-tokens-limit", "4096"],
-        stdout=subprocess.PIPE, stderr=log, text=True)
-    line = proc.stdout.readline()
-    if "listening on http://" not in line:
-        proc.kill()
-        sys.exit(f"server did not start: {line!r}")
+    proc, _ = serve_support.start_server(checkpoint, "--window", str(WINDOW), "--api-key", KEY, "--session-dir", sessions,
+                                         "--threads", "1", "--max-tokens-limit", "4096", port=port, stderr=log)
     return proc
 
 
@@ -360,12 +353,12 @@ def run(work, checkpoint):
         server[0].send_signal(signal.SIGTERM)
         server[0].wait(timeout=30)
         log.close()
-        if failures:  # what the server said, to tell a page fault from a server fault
+        if failures():  # what the server said, to tell a page fault from a server fault
             print(open(os.path.join(work, "server.log")).read()[-4000:])
 
 
 def main():
-    with_byte_model("sinklm-chat-page-test-", "chat page", run)
+    with_byte_model("sinklm-chat-page-test-", run)
 
 
 if __name__ == "__main__":

@@ -11,13 +11,13 @@ included) of a request, and the harness cuts its prompts to max_length - 1 token
 context; so max_length = 256 + 2 - sinks (a LAMBADA fixture passage is longer than that).
 Exit 77 (skipped) when lm_eval cannot be imported."""
 import os
-import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "eval"))
 import lm_eval_agreement_test as agreement  # noqa: E402  (exits 77 without lm_eval)
-from eval_support import SINKLM, Checks, save_model, train_tokenizer  # noqa: E402
+from eval_support import save_model, train_tokenizer  # noqa: E402
+from serve_support import start_server  # noqa: E402
+from sinklm_test import finish, temp_dir  # noqa: E402
 
 import lm_eval  # noqa: E402
 from lm_eval.tasks import TaskManager  # noqa: E402
@@ -26,19 +26,8 @@ from lm_eval.tasks import TaskManager  # noqa: E402
 CONTEXT = 256  # max_position_embeddings of eval_support.save_model's models
 
 
-def serve(checkpoint):
-    proc = subprocess.Popen([SINKLM, "serve", "--checkpoint", checkpoint, "--port", "0", "--threads", "1",
-                             "--window", str(CONTEXT), "--model-name", "fixture"], stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
-    if "listening on http://" not in line:
-        proc.kill()
-        sys.exit(f"server did not start: {line!r}")
-    return proc, line.split("listening on ")[1].split()[0]
-
-
 def main():
-    checks = Checks()
-    with tempfile.TemporaryDirectory() as work:
+    with temp_dir("sinklm-serve-lm-eval-") as work:
         tokenizer = os.path.join(work, "tokenizer.json")
         n_tokens = train_tokenizer(tokenizer)
         yamls = os.path.join(work, "tasks")
@@ -47,7 +36,7 @@ def main():
         for mode in ("none", "token"):
             checkpoint = save_model(os.path.join(work, mode), tokenizer, n_tokens, mode, seed=3)
             ours, our_lls = agreement.sinklm_eval_scores(checkpoint, os.path.join(work, mode))
-            proc, base = serve(checkpoint)
+            proc, base = start_server(checkpoint, "--threads", "1", "--window", str(CONTEXT), "--model-name", "fixture")
             try:
                 result = lm_eval.simple_evaluate(
                     model="local-completions",
@@ -59,8 +48,8 @@ def main():
             finally:
                 proc.terminate()
                 proc.wait(timeout=30)
-            agreement.compare_with_lm_eval(checks, result, ours, our_lls, label=f"[{mode}] ")
-    checks.finish()
+            agreement.compare_with_lm_eval(result, ours, our_lls, label=f"[{mode}] ")
+    finish()
 
 
 if __name__ == "__main__":

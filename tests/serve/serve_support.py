@@ -1,33 +1,32 @@
-"""Shared by the Python tests of `sinklm serve`: check() bookkeeping and a tiny random byte-vocabulary model."""
+"""Shared by the Python tests of `sinklm serve`: starting a server on a free loopback port, and a tiny random
+byte-vocabulary model to serve. Checks and the exit code come from tests/support/sinklm_test.py."""
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 
-BIN = os.environ["SINKLM_BIN"]
-SOURCE = os.environ["SINKLM_SOURCE_DIR"]
-failures = []
+from sinklm_test import BIN, config, finish, run_sinklm, temp_dir
 
 
-def check(condition, what):
-    print(("ok   " if condition else "FAIL ") + what, flush=True)
-    if not condition:
-        failures.append(what)
+def start_server(checkpoint, *flags, env=None, stderr=None, port=0):
+    """Starts `sinklm serve --checkpoint CHECKPOINT --port PORT FLAGS...` (0: a free port) and waits for its
+    `listening on` line; returns (process, base URL). stderr: None (the test's own), subprocess.PIPE (read by
+    the test) or a file. Exits the test naming the problem when the server does not start."""
+    proc = subprocess.Popen([BIN, "serve", "--checkpoint", checkpoint, "--port", str(port), *flags],
+                            stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
+    line = proc.stdout.readline()
+    if "listening on http://" not in line:
+        proc.kill()
+        sys.exit(f"server did not start: {line!r} {proc.stderr.read() if stderr == subprocess.PIPE else ''}")
+    return proc, line.split("listening on ")[1].split()[0]
 
 
-def with_byte_model(prefix, what, body):
+def with_byte_model(prefix, body):
     """Runs body(work_dir, checkpoint) on a tiny model with a byte vocabulary (256 ids) plus one learnable
-    sink token, in a scratch directory removed afterwards; exits 1 listing the failed checks."""
-    work = tempfile.mkdtemp(prefix=prefix)
-    checkpoint = os.path.join(work, "tiny-bytes")
-    subprocess.run([BIN, "init", "--config", os.path.join(SOURCE, "configs/tiny-sink.yaml"), "--out", checkpoint,
-                    "--set", "model.vocab_size=264", "--set", "model.tokenizer_vocab_size=256",
-                    "--set", "model.eos_token_id=255"], check=True, stdout=subprocess.DEVNULL)
-    try:
+    sink token, in a scratch directory removed afterwards; then finish(): the count, exit 1 on a failed check."""
+    with temp_dir(prefix) as work:
+        checkpoint = os.path.join(work, "tiny-bytes")
+        run_sinklm("init", "--config", config("tiny-sink.yaml"), "--out", checkpoint,
+                   "--set", "model.vocab_size=264", "--set", "model.tokenizer_vocab_size=256",
+                   "--set", "model.eos_token_id=255")
         body(work, checkpoint)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    if failures:
-        sys.exit(f"{len(failures)} check(s) failed: {failures}")
-    print(f"all {what} checks passed")
+    finish()

@@ -11,38 +11,30 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 import urllib.error
 import urllib.request
 
+import serve_support
+from serve_support import with_byte_model
+from sinklm_test import check, skip
+
 try:
     import openai
 except ImportError:
-    print("skipped: the openai package is not installed (scripts/setup.sh installs it)")
-    sys.exit(77)
-
-from serve_support import BIN, check, with_byte_model
+    skip("the openai package is not installed (scripts/setup.sh installs it)")
 
 KEY = "test-key"
 WINDOW = 48
 
 
 def start_server(checkpoint, sessions, extra=()):
-    proc = subprocess.Popen(
-        [BIN, "serve", "--checkpoint", checkpoint, "--port", "0", "--window", str(WINDOW), "--api-key", KEY,
-         "--session-dir", sessions, "--sessions-in-memory", "2", "--max-sessions", "20", "--max-body-bytes", "4096",
-         "--max-tokens-limit", "64", "--max-prompt-tokens", "1000", "--threads", "1", "--model-name", "tiny-bytes",
-         *extra],
-        stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
-    if "listening on http://" not in line:
-        proc.kill()
-        sys.exit(f"server did not start: {line!r}")
-    base = line.split("listening on ")[1].split()[0]
-    return proc, base
+    return serve_support.start_server(
+        checkpoint, "--window", str(WINDOW), "--api-key", KEY, "--session-dir", sessions, "--sessions-in-memory", "2",
+        "--max-sessions", "20", "--max-body-bytes", "4096", "--max-tokens-limit", "64", "--max-prompt-tokens", "1000",
+        "--threads", "1", "--model-name", "tiny-bytes", *extra)
 
 
 def stop_server(proc):
@@ -96,8 +88,7 @@ def error_of(body):
 
 
 def main():
-    with_byte_model("sinklm-serve-test-", "server",
-                    lambda work, checkpoint: run_checks(checkpoint, os.path.join(work, "sessions")))
+    with_byte_model("sinklm-serve-test-", lambda work, checkpoint: run_checks(checkpoint, os.path.join(work, "sessions")))
 
 
 # README's list of malformed requests (section "Streaming inference"): each must answer its 4xx with an

@@ -8,43 +8,30 @@ issue 10's targets at once (README, "A sink at CPU scale"): with parallel residu
 but evicting it costs nothing; with sequential residual evicting it costs ~1.8x but the sink sits in layer 0.
 So the test asserts each half where it is measured, with margins below what was measured (README):
   parallel sink-token model   >= MASS of attention on the sink token in every layer >= 1 (`sinklm analyze`,
-                              held-out test stream; measured 0.39, vanilla twins: 0.01-0.02); keeping the
-                              sink is enough (1+(W-1) within 2% of 4+(W-4)); the training-time probe
-                              (train.sink_probe_every) gives the same per-layer mass as `sinklm analyze` on the
-                              same checkpoint and validation sequences
-  sequential sink-token model evicting the sink costs perplexity, 0+W >= PENALTY x 1+(W-1) (measured 1.88x), while
-                              keeping it does not (1+(W-1) within 2% of 4+(W-4)); `sinklm stream --compare`, W = 64
+                              held-out test stream; measured 0.39, vanilla twins: 0.01-0.02); the training-time
+                              probe (train.sink_probe_every) gives the same per-layer mass as `sinklm analyze`
+                              on the same checkpoint and validation sequences
+  sequential sink-token model evicting the sink costs perplexity, 0+W >= PENALTY x 1+(W-1) (measured 1.88x);
+                              `sinklm stream --compare`, W = 64, on the held-out test stream
+and, for each model, 1+(W-1) within KEEP (2%) of 4+(W-4). That relation holds for a model without a sink too
+(a vanilla model's first tokens carry no special weight, so keeping 1 or 4 of them changes nothing), so it is
+claimed as "keeping the sink is enough" only for a model in which this run measured a sink: its mass on the
+sink >= MASS in every layer >= 1, or evicting it costing >= PENALTY x. For a model without one the same
+relation is asserted under a name that claims no sink.
 Vanilla twins are not trained here (their figures are in scripts/sink_sweep's table and the compare report).
 
-`--token-mode none` trains the "sink-token" models with model.sink.mode=none: the test must then fail
-(README shows it does).
+`--token-mode none` trains the "sink-token" models with model.sink.mode=none: the test must then fail (the sink
+forms / evicting it costs), and must not claim "keeping the sink is enough" for either model.
 """
 import argparse
 import json
 import os
-import subprocess
-import sys
-import tempfile
 import time
 
-SINKLM = os.environ.get("SINKLM_BIN", "build/sinklm")
-SOURCE = os.environ.get("SINKLM_SOURCE_DIR", ".")
+from sinklm_test import check, config, finish, run_sinklm, temp_dir
+
 MASS, PENALTY, KEEP = 0.2, 1.4, 0.02
 SHORT = ["train.steps=300", "train.sink_probe_every=50", "train.threads=1"]
-passed, failed = [], []
-
-
-def check(name, ok, detail=""):
-    (passed if ok else failed).append(name)
-    print(("PASS " if ok else "FAIL ") + name + (f": {detail}" if detail else ""), flush=True)
-
-
-def run(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        print(p.stdout + p.stderr)
-        raise SystemExit(f"command failed: {' '.join(cmd)}")
-    return p.stdout
 
 
 def layer_mass(heads_json):
@@ -57,23 +44,23 @@ def layer_mass(heads_json):
 
 
 def analyze(ckpt, text, segments, out):
-    run([SINKLM, "analyze", "--checkpoint", ckpt, "--text", text, "--tokens", "64", "--segments", str(segments),
-         "--out", out])
+    run_sinklm("analyze", "--checkpoint", ckpt, "--text", text, "--tokens", "64", "--segments", str(segments),
+               "--out", out)
     return layer_mass(f"{out}/heads.json")
 
 
 def train(work, data, name, mode, extra=()):
     """Trains one short run; returns (run dir, final checkpoint, held-out sink mass per layer, Table 3 PPLs)."""
     run_dir = f"{work}/{name}"
-    cmd = [SINKLM, "train", "--config", f"{SOURCE}/configs/synthetic-sink.yaml", "--out", run_dir, "--resume",
-           "--set", f"data.shards={data}", "--set", f"model.sink.mode={mode}"]
+    args = ["train", "--config", config("synthetic-sink.yaml"), "--out", run_dir, "--resume",
+            "--set", f"data.shards={data}", "--set", f"model.sink.mode={mode}"]
     for override in SHORT + list(extra):
-        cmd += ["--set", override]
-    run(cmd)
+        args += ["--set", override]
+    run_sinklm(*args)
     ckpt = f"{run_dir}/checkpoints/" + sorted(os.listdir(f"{run_dir}/checkpoints"))[-1]
     mass = analyze(ckpt, f"{data}/test.txt", 32, f"{run_dir}/analyze-test")
-    run([SINKLM, "stream", "--checkpoint", ckpt, "--text", f"{data}/test.txt", "--window", "64", "--compare",
-         "--max-tokens", "3000", "--json", f"{run_dir}/stream.json"])
+    run_sinklm("stream", "--checkpoint", ckpt, "--text", f"{data}/test.txt", "--window", "64", "--compare",
+               "--max-tokens", "3000", "--json", f"{run_dir}/stream.json")
     ppl = [r["ppl"] for r in json.load(open(f"{run_dir}/stream.json"))["runs"]]  # 0+W, 1+(W-1), 2+(W-2), 4+(W-4)
     return run_dir, ckpt, mass, ppl
 
@@ -83,43 +70,59 @@ def describe(mass, ppl):
             f"{ppl[0]:.2f} / {ppl[1]:.2f} / {ppl[3]:.2f} ({ppl[0] / ppl[1]:.2f}x)")
 
 
+def sink_measured(mass, ppl):
+    """Whether this run measured a sink in the model: its mass on the sink token >= MASS in every layer >= 1,
+    or evicting the sink costing perplexity, 0+W >= PENALTY x 1+(W-1)."""
+    return all(m >= MASS for m in mass[1:]) or ppl[0] >= PENALTY * ppl[1]
+
+
+def check_keeping(name, mass, ppl):
+    """1+(W-1) within KEEP of 4+(W-4): "keeping the sink is enough" where a sink was measured; otherwise the same
+    relation, claiming no sink."""
+    ok = abs(ppl[1] - ppl[3]) <= KEEP * ppl[3]
+    detail = f"1+(W-1) {ppl[1]:.2f} vs 4+(W-4) {ppl[3]:.2f} (within {KEEP:.0%})"
+    if sink_measured(mass, ppl):
+        check(ok, f"keeping the sink is enough ({name})", detail)
+    else:
+        check(ok, f"no sink measured ({name}): keeping 1 or 4 first tokens gives the same perplexity",
+              f"{detail}; sink mass {[round(m, 3) for m in mass]} (< {MASS} in a layer >= 1), "
+              f"0+W / 1+(W-1) = {ppl[0] / ppl[1]:.2f}x (< {PENALTY}x)")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--token-mode", default="token", help="sink mode of the models that should have a sink")
     parser.add_argument("--work", default="", help="keep the runs here (default: a temporary directory)")
     args = parser.parse_args()
     start = time.time()
-    with tempfile.TemporaryDirectory() as tmp:
+    with temp_dir("sinklm-science-sink-") as tmp:
         work = args.work or tmp
         data = f"{work}/data"
         if not os.path.exists(f"{data}/manifest.json"):
-            run([SINKLM, "prepare", "synthetic", "--out", data, "--train-tokens", "1000000",
-                 "--validation-tokens", "20000", "--test-tokens", "20000"])
+            run_sinklm("prepare", "synthetic", "--out", data, "--train-tokens", "1000000",
+                       "--validation-tokens", "20000", "--test-tokens", "20000")
 
         run_dir, ckpt, mass, ppl = train(work, data, "parallel", args.token_mode)
         print(f"parallel sink-token model ({args.token_mode}): {describe(mass, ppl)}")
-        check("the sink forms in every layer >= 1", all(m >= MASS for m in mass[1:]), f"{mass} (need >= {MASS})")
-        check("keeping the sink is enough (parallel)", abs(ppl[1] - ppl[3]) <= KEEP * ppl[3],
-              f"1+(W-1) {ppl[1]:.2f} vs 4+(W-4) {ppl[3]:.2f} (within {KEEP:.0%})")
+        check(all(m >= MASS for m in mass[1:]), "the sink forms in every layer >= 1", f"{mass} (need >= {MASS})")
+        check_keeping("parallel", mass, ppl)
         # The training-time probe at the last step against `sinklm analyze` on the same validation sequences.
         probe = [json.loads(line) for line in open(f"{run_dir}/metrics.jsonl") if "sink_mass" in line][-1]
         analyzed = analyze(ckpt, f"{data}/validation.txt", 8, f"{run_dir}/analyze-validation")
         step = int(os.path.basename(ckpt).split("_")[-1])
-        check("the probe ran at the checkpoint's step", probe["step"] == step, f"{probe['step']} vs {step}")
-        check("the probe agrees with sinklm analyze",
-              all(abs(a - b) <= 1e-4 for a, b in zip(probe["sink_mass"], analyzed)) and len(analyzed) == len(probe["sink_mass"]),
-              f"probe {probe['sink_mass']} vs analyze {analyzed}")
+        check(probe["step"] == step, "the probe ran at the checkpoint's step", f"{probe['step']} vs {step}")
+        check(all(abs(a - b) <= 1e-4 for a, b in zip(probe["sink_mass"], analyzed)) and len(analyzed) == len(probe["sink_mass"]),
+              "the probe agrees with sinklm analyze", f"probe {probe['sink_mass']} vs analyze {analyzed}")
 
         _, _, mass, ppl = train(work, data, "sequential", args.token_mode, ["model.parallel_residual=false"])
         print(f"sequential sink-token model ({args.token_mode}): {describe(mass, ppl)}")
-        check("evicting the sink costs perplexity", ppl[0] >= PENALTY * ppl[1],
+        check(ppl[0] >= PENALTY * ppl[1], "evicting the sink costs perplexity",
               f"0+W {ppl[0]:.2f} vs 1+(W-1) {ppl[1]:.2f} (need >= {PENALTY}x)")
-        check("keeping the sink is enough (sequential)", abs(ppl[1] - ppl[3]) <= KEEP * ppl[3],
-              f"1+(W-1) {ppl[1]:.2f} vs 4+(W-4) {ppl[3]:.2f} (within {KEEP:.0%})")
+        check_keeping("sequential", mass, ppl)
 
-    print(f"{len(passed)} passed, {len(failed)} failed ({time.time() - start:.0f} s)")
-    return 1 if failed else 0
+    print(f"both runs and their measurements took {time.time() - start:.0f} s")
+    finish()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -15,40 +15,33 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
-import sys
-import tempfile
 import time
 
 import numpy as np
 from safetensors.numpy import load_file
 
-SINKLM = os.environ["SINKLM_BIN"]
-SOURCE = os.environ["SINKLM_SOURCE_DIR"]
+import sinklm_test
+from sinklm_test import BIN, check, config, finish, temp_dir
+
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1")
 MPIRUN = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", "2"]
-passed, failed = [], []
-
-
-def check(name, ok, detail=""):
-    (passed if ok else failed).append(name)
-    print(("PASS " if ok else "FAIL ") + name + (f": {detail}" if detail else ""), flush=True)
 
 
 def run(cmd, timeout=300):
+    """(exit status, stdout + stderr, seconds) of cmd under ENV."""
     start = time.time()
-    p = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=timeout)
+    p = sinklm_test.run(cmd, expect=None, env=ENV, timeout=timeout)
     return p.returncode, p.stdout + p.stderr, time.time() - start
 
 
 def prepare_data(work):
     cache = os.path.join(os.path.expanduser("~"), ".cache", "sinklm", "debian-packages")
     steps = [
-        [SINKLM, "prepare", "corpus", "--out", f"{work}/corpus", "--sources", "bible-kjv", "--max-documents", "24",
+        [BIN, "prepare", "corpus", "--out", f"{work}/corpus", "--sources", "bible-kjv", "--max-documents", "24",
          "--validation-fraction", "0.1", "--test-fraction", "0.05", "--cache", cache],
-        [SINKLM, "prepare", "sentencepiece", "--in", f"{work}/corpus", "--out", f"{work}/sp", "--vocab-size", "1000",
+        [BIN, "prepare", "sentencepiece", "--in", f"{work}/corpus", "--out", f"{work}/sp", "--vocab-size", "1000",
          "--max-sentences", "20000"],
-        [SINKLM, "prepare", "shards", "--tokenizer", f"{work}/sp/tokenizer.model", "--in", f"{work}/corpus",
+        [BIN, "prepare", "shards", "--tokenizer", f"{work}/sp/tokenizer.model", "--in", f"{work}/corpus",
          "--out", f"{work}/shards"],
     ]
     for cmd in steps:
@@ -65,7 +58,7 @@ def train_command(out, shards, *extra):
                 "train.steps=6", "train.seq_len=32", "train.global_batch_tokens=512", "train.micro_batch=4",
                 "train.eval_every=3", "train.checkpoint_every=2", "data.validation_batches=2", "train.lr=1e-3",
                 "train.threads=1", "train.collective_timeout_s=8", "train.bucket_mb=1", "train.log_every=1"] + list(extra)
-    cmd = [SINKLM, "train", "--config", f"{SOURCE}/configs/tiny-sink.yaml", "--out", out]
+    cmd = [BIN, "train", "--config", config("tiny-sink.yaml"), "--out", out]
     for s in settings:
         cmd += ["--set", s]
     return cmd
@@ -100,76 +93,72 @@ def sha(path):
 def identical_runs(name, a, b):
     same_weights = sha(f"{a}/checkpoints/step_00000006/model.safetensors") == sha(f"{b}/checkpoints/step_00000006/model.safetensors")
     same_losses = losses(a) == losses(b)
-    check(name, same_weights and same_losses, f"weights identical: {same_weights}, losses identical: {same_losses}")
+    check(same_weights and same_losses, name, f"weights identical: {same_weights}, losses identical: {same_losses}")
 
 
 def main():
-    work = tempfile.mkdtemp(prefix="sinklm-dist-")
-    try:
+    with temp_dir("sinklm-dist-") as work:
         shards = prepare_data(work)
         r = lambda name: os.path.join(work, name)
 
         rc, out, _ = run(train_command(r("one"), shards))
-        check("1-process run completes", rc == 0, out[-300:] if rc else "")
+        check(rc == 0, "1-process run completes", out[-300:] if rc else "")
         rc, out, _ = run(MPIRUN + train_command(r("two"), shards))
-        check("2-rank run completes", rc == 0, out[-300:] if rc else "")
+        check(rc == 0, "2-rank run completes", out[-300:] if rc else "")
         err = max_relative_error(weights(r("two")), weights(r("one")))
-        check("2 ranks == 1 process (weights)", err <= 1e-5, f"max rel err {err:.2e}")
+        check(err <= 1e-5, "2 ranks == 1 process (weights)", f"max rel err {err:.2e}")
         diffs = [abs(x[1] - y[1]) for x, y in zip(losses(r("one")), losses(r("two"))) if x[1] is not None]
-        check("2 ranks == 1 process (losses)", max(diffs) <= 1e-5, f"max loss diff {max(diffs):.2e}")
+        check(max(diffs) <= 1e-5, "2 ranks == 1 process (losses)", f"max loss diff {max(diffs):.2e}")
 
         rc, out, _ = run(train_command(r("one"), shards))
-        check("a fresh run refuses a directory that holds checkpoints", rc == 2 and "pass --resume" in out, out[-200:])
+        check(rc == 2 and "pass --resume" in out, "a fresh run refuses a directory that holds checkpoints", out[-200:])
 
         rc, out, _ = run(MPIRUN + train_command(r("zero"), shards, "train.zero=1"))
-        check("ZeRO-1 run completes", rc == 0, out[-300:] if rc else "")
+        check(rc == 0, "ZeRO-1 run completes", out[-300:] if rc else "")
         err = max_relative_error(weights(r("zero")), weights(r("two")))
-        check("ZeRO-1 == plain data parallel", err <= 1e-5, f"max rel err {err:.2e}")
+        check(err <= 1e-5, "ZeRO-1 == plain data parallel", f"max rel err {err:.2e}")
 
         rc, out, _ = run(train_command(r("killed"), shards, "train.fault.step=4", "train.fault.action=kill"))
-        check("SIGKILL at step 4 kills the run", rc != 0, f"exit {rc}")
+        check(rc != 0, "SIGKILL at step 4 kills the run", f"exit {rc}")
         rc, out, _ = run(train_command(r("killed"), shards) + ["--resume"])
-        check("resume after SIGKILL completes from step 2", rc == 0 and "step_00000002" in out, out[-300:])
+        check(rc == 0 and "step_00000002" in out, "resume after SIGKILL completes from step 2", out[-300:])
         identical_runs("kill + resume == uninterrupted, bit for bit", r("killed"), r("one"))
 
         rc, out, _ = run(train_command(r("mid"), shards, "train.fault.step=4", "train.fault.action=kill_in_checkpoint"))
         partial = os.path.isdir(r("mid") + "/checkpoints/step_00000004.partial")
-        check("SIGKILL halfway through a checkpoint leaves it partial", rc != 0 and partial, f"exit {rc}")
+        check(rc != 0 and partial, "SIGKILL halfway through a checkpoint leaves it partial", f"exit {rc}")
         rc, out, _ = run(train_command(r("mid"), shards) + ["--resume"])
-        check("resume ignores the partial checkpoint", rc == 0 and "step_00000002" in out, out[-300:])
+        check(rc == 0 and "step_00000002" in out, "resume ignores the partial checkpoint", out[-300:])
         identical_runs("kill mid-checkpoint + resume == uninterrupted, bit for bit", r("mid"), r("one"))
 
         rc, out, _ = run(MPIRUN + train_command(r("zkill"), shards, "train.zero=1", "train.fault.step=5",
                                                 "train.fault.rank=1"))
-        check("a killed rank ends the job, naming it", rc != 0 and "rank 1" in out, f"exit {rc}: {out[-400:]}")
+        check(rc != 0 and "rank 1" in out, "a killed rank ends the job, naming it", f"exit {rc}: {out[-400:]}")
         rc, out, _ = run(MPIRUN + train_command(r("zkill"), shards, "train.zero=1") + ["--resume"])
-        check("2-rank ZeRO-1 resume completes", rc == 0, out[-300:])
+        check(rc == 0, "2-rank ZeRO-1 resume completes", out[-300:])
         identical_runs("2-rank ZeRO-1 kill + resume == uninterrupted, bit for bit", r("zkill"), r("zero"))
 
         rc, out, seconds = run(MPIRUN + train_command(r("hang"), shards, "train.fault.step=3", "train.fault.rank=1",
                                                       "train.fault.action=hang"), timeout=120)
-        check("a hung rank ends the job within the timeout", rc != 0 and "waited 8 s" in out and seconds < 90,
+        check(rc != 0 and "waited 8 s" in out and seconds < 90, "a hung rank ends the job within the timeout",
               f"exit {rc} after {seconds:.0f} s: {out[-300:]}")
 
         rc, out, _ = run(train_command(r("nan"), shards, "train.fault.step=3", "train.fault.action=nan"))
-        intact = run([SINKLM, "info", r("nan") + "/checkpoints/step_00000002"])[0] == 0
-        check("a NaN loss stops the run naming the step; the checkpoint stays intact",
-              rc == 2 and "non-finite loss" in out and "at step 3" in out and intact, f"exit {rc}: {out[-300:]}")
+        intact = run([BIN, "info", r("nan") + "/checkpoints/step_00000002"])[0] == 0
+        check(rc == 2 and "non-finite loss" in out and "at step 3" in out and intact,
+              "a NaN loss stops the run naming the step; the checkpoint stays intact", f"exit {rc}: {out[-300:]}")
         rc, out, _ = run(train_command(r("nanskip"), shards, "train.fault.step=3", "train.fault.action=nan",
                                        "train.nan_policy=skip"))
         skipped = [json.loads(l)["step"] for l in open(r("nanskip") + "/metrics.jsonl") if '"skipped":true' in l]
-        check("train.nan_policy=skip skips the NaN step", rc == 0 and skipped == [3], f"exit {rc}, skipped {skipped}")
+        check(rc == 0 and skipped == [3], "train.nan_policy=skip skips the NaN step", f"exit {rc}, skipped {skipped}")
 
         shutil.copytree(r("one"), r("grow"))
         for step in (4, 6):
             shutil.rmtree(f"{r('grow')}/checkpoints/step_{step:08d}", ignore_errors=True)
         rc, out, _ = run(MPIRUN + train_command(r("grow"), shards) + ["--resume"])
         err = max_relative_error(weights(r("grow")), weights(r("one"))) if rc == 0 else float("inf")
-        check("a 1-process checkpoint resumes on 2 ranks", rc == 0 and err <= 1e-5, f"exit {rc}, max rel err {err:.2e}")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    print(f"{len(passed)} passed, {len(failed)} failed")
-    sys.exit(1 if failed else 0)
+        check(rc == 0 and err <= 1e-5, "a 1-process checkpoint resumes on 2 ranks", f"exit {rc}, max rel err {err:.2e}")
+    finish()
 
 
 if __name__ == "__main__":

@@ -7,30 +7,20 @@
 """
 import json
 import os
-import subprocess
-import sys
-import tempfile
 
 import numpy as np
 from safetensors.numpy import load_file
 
-SINKLM = os.environ["SINKLM_BIN"]
-SOURCE = os.environ["SINKLM_SOURCE_DIR"]
-passed, failed = [], []
-
-
-def check(name, ok, detail=""):
-    (passed if ok else failed).append(name)
-    print(("PASS " if ok else "FAIL ") + name + (f": {detail}" if detail else ""), flush=True)
+from sinklm_test import check, config, finish, run_sinklm, temp_dir
 
 
 def train(work, name, *extra):
-    cmd = [SINKLM, "train", "--config", f"{SOURCE}/configs/synthetic-sink.yaml", "--out", f"{work}/{name}"]
+    args = ["train", "--config", config("synthetic-sink.yaml"), "--out", f"{work}/{name}"]
     for s in [f"data.shards={work}/shards", "train.steps=6", "train.seq_len=64", "train.global_batch_tokens=1024",
               "train.micro_batch=8", "train.eval_every=0", "train.checkpoint_every=0", "data.validation_batches=0",
               "train.threads=1", "train.log_every=1"] + list(extra):
-        cmd += ["--set", s]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        args += ["--set", s]
+    p = run_sinklm(*args, expect=None, timeout=300)
     return p.returncode, p.stderr
 
 
@@ -40,39 +30,37 @@ def losses(run_dir):
 
 
 def main():
-    with tempfile.TemporaryDirectory() as work:
-        subprocess.run([SINKLM, "prepare", "synthetic", "--out", f"{work}/shards", "--train-tokens", "200000"],
-                       check=True, capture_output=True)
+    with temp_dir("sinklm-train-features-") as work:
+        run_sinklm("prepare", "synthetic", "--out", f"{work}/shards", "--train-tokens", "200000")
         rc, log = train(work, "plain")
-        check("plain run", rc == 0, log[-500:] if rc else "")
+        check(rc == 0, "plain run", log[-500:] if rc else "")
         rc_ac, _ = train(work, "checkpointing", "train.activation_checkpointing=true")
         a, b = losses(f"{work}/plain"), losses(f"{work}/checkpointing")
-        check("activation checkpointing: the plain path's losses", rc_ac == 0 and len(a) == 6 and
-              np.allclose(a, b, rtol=0, atol=1e-6), f"{a} vs {b}")
+        check(rc_ac == 0 and len(a) == 6 and np.allclose(a, b, rtol=0, atol=1e-6),
+              "activation checkpointing: the plain path's losses", f"{a} vs {b}")
         wa = load_file(f"{work}/plain/checkpoints/step_00000006/model.safetensors")
         wb = load_file(f"{work}/checkpointing/checkpoints/step_00000006/model.safetensors")
         worst = max(float(np.max(np.abs(wa[k] - wb[k]))) for k in wa)
-        check("activation checkpointing: the plain path's weights", worst <= 1e-5, f"max |difference| {worst:.2e}")
+        check(worst <= 1e-5, "activation checkpointing: the plain path's weights", f"max |difference| {worst:.2e}")
 
         lines = log.splitlines()
         plan = next((i for i, l in enumerate(lines) if "memory per rank: parameters" in l), None)
         measured = next((i for i, l in enumerate(lines) if "memory measured after the first step: peak RSS" in l), None)
-        check("memory report in the log's first lines", plan is not None and plan < 3 and measured is not None,
+        check(plan is not None and plan < 3 and measured is not None, "memory report in the log's first lines",
               "\n".join(lines[:4]))
 
         rc, log = train(work, "traced", "train.trace_steps=2")
         trace_ok = rc == 0 and os.path.exists(f"{work}/traced/trace.json")
         events = json.load(open(f"{work}/traced/trace.json")).get("traceEvents", []) if trace_ok else []
         table = open(f"{work}/traced/trace_top.txt").read() if trace_ok else ""
-        check("train.trace_steps writes a Chrome trace and its table",
-              len(events) > 100 and "aten::mm" in table and "over 2 traced steps" in table,
+        check(len(events) > 100 and "aten::mm" in table and "over 2 traced steps" in table,
+              "train.trace_steps writes a Chrome trace and its table",
               f"exit {rc}, {len(events)} events, table: {table[:300]}")
 
         rc, log = train(work, "nccl", "train.communicator=nccl")
-        check("train.communicator=nccl on CPUs is refused naming the key", rc != 0 and "train.communicator" in log,
+        check(rc != 0 and "train.communicator" in log, "train.communicator=nccl on CPUs is refused naming the key",
               log[-300:])
-    print(f"{len(passed)} passed, {len(failed)} failed")
-    sys.exit(1 if failed else 0)
+    finish()
 
 
 if __name__ == "__main__":

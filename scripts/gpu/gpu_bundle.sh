@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs a CUDA-capable build (build/) into one relocatable tarball for a GPU machine that has the PyPI torch
 # wheel (same version as ours) and the NVIDIA driver, but none of sinklm's other libraries and no network:
-# a lent cloud GPU, a fresh node. scripts/gpu_train_check.sh --bundle FILE unpacks and uses it.
+# a lent cloud GPU, a fresh node. scripts/gpu/gpu_train_check.sh --bundle FILE unpacks and uses it.
 #
 # Layout of the tarball (sinklm-gpu/):
 #   bin/      sinklm, test_*_gpu (the gtest binaries of `ctest -L gpu`), orterun + orted (mpirun)
@@ -11,9 +11,9 @@
 #             loads plugins from disk, so a singleton run needs them too. env.sh points Open MPI at them.
 #   pmix/     PMIx's plugins (Open MPI's process-management layer loads them from its own directory)
 #   env.sh    sourced by the check script: LD_LIBRARY_PATH and Open MPI's relocation variables
-# usage: scripts/gpu_bundle.sh [OUT.tar.gz]   (default gpu-bundle/sinklm-gpu.tar.gz)
+# usage: scripts/gpu/gpu_bundle.sh [OUT.tar.gz]   (default gpu-bundle/sinklm-gpu.tar.gz)
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="${1:-$root/gpu-bundle/sinklm-gpu.tar.gz}"
 build="$root/build"
 [ -x "$build/sinklm" ] || { echo "gpu_bundle: $build/sinklm is missing: run scripts/setup.sh first" >&2; exit 2; }

@@ -1,4 +1,4 @@
-"""Step profile of `sinklm train` on 1 and 2 ranks (see scripts/profile_train).
+"""Step profile of `sinklm train` on 1 and 2 ranks (see scripts/bench/profile_train).
 
 Both runs take the same global batch of 2 micro-batches of 8 samples: 1 rank accumulates both on all cores,
 each of 2 ranks takes one on cores / 2 threads. The first step warms up; the next --steps - 1 are timed.

@@ -1,4 +1,4 @@
-"""One JSON summary of a scripts/gpu_train_check.sh run: every stage's exit status and time, and the figures
+"""One JSON summary of a scripts/gpu/gpu_train_check.sh run: every stage's exit status and time, and the figures
 and comparisons read from the stages' logs. usage: gpu_check_summary.py OUT_DIR (prints the JSON)."""
 import json
 import os

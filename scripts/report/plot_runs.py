@@ -29,7 +29,7 @@ def read_metrics(run_dir):
 
 def main(argv):
     if len(argv) < 3:
-        sys.exit("usage: scripts/plot_runs OUT.png RUN_DIR [RUN_DIR ...]")
+        sys.exit("usage: scripts/report/plot_runs OUT.png RUN_DIR [RUN_DIR ...]")
     out, runs = argv[1], argv[2:]
     fig, ax = plt.subplots(figsize=(8, 5))
     for i, run in enumerate(runs):

@@ -1,7 +1,8 @@
 """GPT-2's vocabulary in every format sinklm reads, built from the rank file that ships in the PyPI package
 openai-whisper, plus the reference encoders (tiktoken, Hugging Face `tokenizers`) for it.
 
-Used by the tokenizer reference tests and scripts/bench_tokenize. Nothing here is used by sinklm itself.
+A test oracle: used by the tokenizer and `prepare` tests in tests/data, and by scripts/bench/bench_tokenize and
+scripts/bench/bench_prepare. Nothing here is used by sinklm itself.
 """
 import importlib.util
 import json

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # scripts/report/ -> the repository
 SINKLM = os.path.join(ROOT, "build", "sinklm")
 
 # name: (prepare synthetic flags, config overrides). Every setting starts from configs/synthetic.yaml

@@ -27,7 +27,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from safetensors.torch import load_file
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # scripts/bench/ -> the repository
 SINKLM = os.environ.get("SINKLM_BIN", os.path.join(ROOT, "build", "sinklm"))
 MPIRUN = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", "2"]
 MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")

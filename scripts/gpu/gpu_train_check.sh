@@ -8,17 +8,17 @@
 # one (replicated and ZeRO-1; losses equal the MPI run bit for bit) -> 2 processes on one GPU (NCCL refuses
 # two ranks on one device; sinklm must say so clearly: the summary checks the message) -> Pythia-160M-sink
 # bf16 tokens/s, MFU and peak memory (micro-batch as given and 2x; with activation checkpointing) -> the same
-# model in transformers with a plain PyTorch loop (scripts/gpu_python_baseline.py) -> CUDA streaming:
+# model in transformers with a plain PyTorch loop (scripts/gpu/gpu_python_baseline.py) -> CUDA streaming:
 # perplexity equals the CPU's, decode tokens/s for 1 and 16 streams -> one
 # completion from `sinklm serve --device cuda`.
 #
-# usage: scripts/gpu_train_check.sh [--bundle sinklm-gpu.tar.gz] [--out DIR] [--steps N] [--micro-batch N]
+# usage: scripts/gpu/gpu_train_check.sh [--bundle sinklm-gpu.tar.gz] [--out DIR] [--steps N] [--micro-batch N]
 #                                   [--stages REGEX]
 #   --stages  run only the stages whose name matches (grep -E), e.g. 'pythia|python' (default: all)
-#   --bundle  a tarball from scripts/gpu_bundle.sh (a machine without sinklm's libraries); default: build/
+#   --bundle  a tarball from scripts/gpu/gpu_bundle.sh (a machine without sinklm's libraries); default: build/
 # GPU_CHECK_DEVICE=cpu runs the same stages on the CPU: a dry run of this script's plumbing.
 set -uo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 bundle="" out="$root/runs/gpu-check" steps=30 micro=16 only="."
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -125,7 +125,7 @@ stage pythia160m_bf16_checkpointing 200 "$sinklm" train --config "$root/configs/
 # Streaming on CUDA: the same perplexity as the CPU, then decode speed.
 stage init_ckpt 120 "$sinklm" init --config "$root/configs/pythia-160m-sink.yaml" --out "$work/ckpt"
 # The Python stack on the same GPU, checkpoint and batch shape: transformers + plain PyTorch loop, bf16.
-stage python_baseline 200 bash -c "'$PY' '$root/scripts/gpu_python_baseline.py' '$work/ckpt' --micro-batch $micro --seq 2048 --accumulation 4 --steps $steps --trace '$logs/python_baseline.trace_top.txt' >'$logs/python_baseline.json'"
+stage python_baseline 200 bash -c "'$PY' '$root/scripts/gpu/gpu_python_baseline.py' '$work/ckpt' --micro-batch $micro --seq 2048 --accumulation 4 --steps $steps --trace '$logs/python_baseline.trace_top.txt' >'$logs/python_baseline.json'"
 head -c 40000 "$root/README.md" >"$work/text.txt"
 stream=(stream --checkpoint "$work/ckpt" --text "$work/text.txt" --max-tokens 3000 --window 256 --segment 1000)
 stage stream_cpu 240 "$sinklm" "${stream[@]}" --device cpu --threads 8 --json "$logs/stream_cpu.json"
@@ -157,7 +157,7 @@ PYREQ
 }
 stage serve_cuda 120 bash -c "$(declare -f serve_check); sinklm='$sinklm' work='$work' logs='$logs' PY='$PY' dev='$dev'; serve_check"
 
-"$PY" "$root/scripts/gpu_check_summary.py" "$out" >"$out/summary.json"
+"$PY" "$root/scripts/gpu/gpu_check_summary.py" "$out" >"$out/summary.json"
 tar -C "$out" -czf "$out/logs.tar.gz" logs
 cat "$out/summary.json"
 rm -rf "$work"
