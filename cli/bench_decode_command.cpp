@@ -1,6 +1,6 @@
 // sinklm bench-decode: per-token decode latency and throughput of K streams decoding together through one
 // cache policy, starting at stream position P (the cache is filled, then moved to P without streaming
-// P tokens, unless --stream-all). Prints one JSON object. scripts/bench_serve runs the matrix.
+// P tokens, unless --stream-all). Prints one JSON object. scripts/bench/bench_serve runs the matrix.
 //
 // The memory-traffic bound printed beside the figure: a decode step reads every weight once (the embedding
 // only its K rows) and every stream's K and V once, so at the measured copy bandwidth B (bytes read +

@@ -15,7 +15,7 @@ int run_prepare_command(const std::vector<std::string>& args);   // prepare corp
 int run_train_command(const std::vector<std::string>& args);     // [mpirun -np N] train --config F --out DIR
 int run_stream_command(const std::vector<std::string>& args);    // stream --checkpoint DIR --text FILE ...
 int run_serve_command(const std::vector<std::string>& args);     // serve --checkpoint DIR
-int run_bench_decode_command(const std::vector<std::string>& args);  // bench-decode (scripts/bench_serve)
+int run_bench_decode_command(const std::vector<std::string>& args);  // bench-decode (scripts/bench/bench_serve)
 // eval --checkpoint DIR --tasks LIST --data DIR | eval --compare A B | eval build-tasks ...
 int run_eval_command(const std::vector<std::string>& args);
 int run_analyze_command(const std::vector<std::string>& args);   // analyze --checkpoint DIR --text FILE --out DIR

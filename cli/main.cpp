@@ -40,7 +40,7 @@ const Subcommand kSubcommands[] = {
      sinklm::run_stream_command, RunsModel::Yes},
     {"serve", "OpenAI-compatible streaming HTTP server with sessions over sink+window KV caches",
      sinklm::run_serve_command, RunsModel::Yes},
-    {"bench-decode", "decode latency and tokens/s of a cache policy (scripts/bench_serve runs the matrix)",
+    {"bench-decode", "decode latency and tokens/s of a cache policy (scripts/bench/bench_serve runs it)",
      sinklm::run_bench_decode_command, RunsModel::Yes},
     {"eval", "zero-shot benchmarks by log-likelihood (lm-eval semantics); build-tasks; --compare A B",
      sinklm::run_eval_command, RunsModel::Yes},

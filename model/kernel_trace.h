@@ -2,7 +2,7 @@
 // copy and memset through CUPTI) over N steps after the first. Writes <run>/trace.json (Chrome trace format:
 // open it in Perfetto or chrome://tracing) and <run>/trace_top.txt: the operators (CPU) or kernels (CUDA)
 // with the most total time per step, the table to compare against another stack's (e.g. torch.profiler's
-// key_averages of scripts/gpu_python_baseline.py --trace). Rank 0 only; the window costs what the profiler
+// key_averages of scripts/gpu/gpu_python_baseline.py --trace). Rank 0 only; the window costs what the profiler
 // costs, so keep it short and out of timed runs.
 #pragma once
 #include <torch/types.h>

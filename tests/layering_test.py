@@ -5,9 +5,11 @@ Layers, lowest first:
   core/   no LibTorch
   data/   no LibTorch
   model/
-  train/, serve/   siblings: neither includes the other
-  eval/
+  serve/  (no trainer, no evaluation)
+  eval/   scores through serve/'s cached decoder and streams through its caches
+  train/  its sink probe measures attention with eval/attention_analysis.h
   cli/
+Two directories at the same level would be siblings: neither may include the other.
 tests/ may include anything and is not read. Every `#include "..."` of the project's .h/.cpp files under the
 layer directories is read; a quoted include resolves like the compiler's (next to the including file, then
 from the source root, which is the include directory); one that resolves to no project file (a system header
@@ -20,7 +22,7 @@ import re
 
 from sinklm_test import SOURCE, check, finish
 
-LAYERS = {"core": 0, "data": 1, "model": 2, "train": 3, "serve": 3, "eval": 4, "cli": 5}
+LAYERS = {"core": 0, "data": 1, "model": 2, "serve": 3, "eval": 4, "train": 5, "cli": 6}
 NO_TORCH = {"core", "data"}
 TORCH_HEADERS = ("torch/", "ATen/", "c10/", "caffe2/")
 SOURCE_SUFFIXES = (".h", ".cpp", ".hpp", ".cc", ".cu", ".cuh")
