@@ -5,6 +5,7 @@
 #include "core/args.h"
 #include "core/config.h"
 #include "core/config_reference.h"
+#include "core/error.h"
 
 namespace sinklm {
 
@@ -14,10 +15,7 @@ int run_config_command(const std::vector<std::string>& argv) {
              {"yaml", "", "print every key at its default as a YAML file, the schema's help as comments"}},
             argv);
   if (args.print_help_if_requested()) return 0;
-  if (args.has("markdown") == args.has("yaml")) {
-    std::cerr << args.usage();
-    return 2;
-  }
+  if (args.has("markdown") == args.has("yaml")) fail("give exactly one of --markdown or --yaml (see --help)");
   std::cout << (args.has("markdown") ? config_reference_markdown() : Config().to_yaml());
   return 0;
 }

@@ -98,12 +98,14 @@ SinkColumn SinkColumn::to(torch::ScalarType dtype) const {
 
 SinkColumn sink_column(const ModelConfig& model, const std::vector<torch::Tensor>& parameters,
                        const torch::Tensor& like) {
-  SINKLM_ASSERT(parameters.size() == sink_parameters(model).size(), "sink parameters do not match the mode");
+  // Called per layer and forward (the decode step too): each case checks only what it reads.
   switch (model.sink_mode) {
     case SinkMode::None:
     case SinkMode::Token: return {};
     case SinkMode::Softmax1: return {torch::zeros({model.num_heads}, like.options())};
-    case SinkMode::Logit: return {parameters[0]};
+    case SinkMode::Logit:
+      SINKLM_ASSERT(parameters.size() == 1, "mode logit: one sink parameter per layer (sink_parameters)");
+      return {parameters[0]};
   }
   SINKLM_ASSERT(false, "unhandled SinkMode");
 }
