@@ -6,13 +6,16 @@
 // segments:
 //   sink_token       mass on the sink token(s)                          (token models)
 //   first_positions  mass on each of the first k text positions
-//   implicit_sink    mass absorbed by the sink logit, 1 - sum of the row (softmax1 / logit models)
+//   implicit_sink    mass absorbed by the sink column, 1 - sum of the row (softmax1 / logit / kv models)
+//   gate_mean        mean output gate, over every position (gated models)
+//   gate_dormant     fraction of those gates below 0.1: "dormant by gate" (gated models)
 // Output directory:
 //   heads.json                  {"checkpoint", "sink_mode", ..., "layers": [{"layer", "heads": [{"head",
-//                               "sink_token"?, "first_positions": [k], "implicit_sink"?}]}], "maps": [{"layer", "file", "size",
+//                               "sink_token"?, "first_positions": [k], "implicit_sink"?, "gate_mean"?,
+//                               "gate_dormant"?}]}], "maps": [{"layer", "file", "size",
 //                               "range", "values": [M rows of M, null above the diagonal]}]}
 //   analysis.md                 per layer: mean and largest head mass on the sink (token or logit; vanilla:
-//                               position 0), and on position 0
+//                               position 0), and on position 0; gated: mean gate and dormant fraction
 //   sink_mass.png               layers (rows) x heads (columns) heatmap of that sink mass, 0..1
 //   attention_map_layer<L>.png  average over heads and segments of the first --map-tokens rows and columns
 //                               of layer L's attention map, 0..max of rows 1.. (row 0 is always [1]; grey:
@@ -107,6 +110,7 @@ int run_analyze_command(const std::vector<std::string>& argv) {
   const torch::Tensor headline = stats.sink.to(torch::kFloat32).contiguous();
   const std::string headline_name = sink_site_name(site);
   const bool sink_is_not_text = explicit_sink || implicit_sink;
+  const bool gated = stats.gate_mean.defined();
 
   nlohmann::json report = {{"checkpoint", m.checkpoint}, {"sink_mode", sink_mode_name(c.sink_mode)},
                            {"sink_count", sinks},        {"tokenizer", m.codec->description()},
@@ -117,8 +121,8 @@ int run_analyze_command(const std::vector<std::string>& argv) {
   md << "Attention analysis of " << m.checkpoint << " (" << sink_mode_name(c.sink_mode) << " sink), " << segments
      << " segments of " << T << " positions, queries " << far << ".." << T - 1 << ".\n\n"
      << "| layer | mean mass on " << headline_name << " | largest head | head"
-     << (sink_is_not_text ? " | mean mass on position 0" : "") << " |\n|---:|---:|---:|---:|"
-     << (sink_is_not_text ? "---:|" : "") << "\n";
+     << (sink_is_not_text ? " | mean mass on position 0" : "") << (gated ? " | mean gate | dormant by gate" : "")
+     << " |\n|---:|---:|---:|---:|" << (sink_is_not_text ? "---:|" : "") << (gated ? "---:|---:|" : "") << "\n";
   for (int64_t l = 0; l < L; ++l) {
     nlohmann::json heads = nlohmann::json::array();
     for (int64_t h = 0; h < H; ++h) {
@@ -127,6 +131,10 @@ int run_analyze_command(const std::vector<std::string>& argv) {
       const torch::Tensor first = stats.first_positions[l][h].contiguous();
       head["first_positions"] = std::vector<double>(first.data_ptr<double>(), first.data_ptr<double>() + k);
       if (implicit_sink) head["implicit_sink"] = stats.sink[l][h].item<double>();
+      if (gated) {
+        head["gate_mean"] = stats.gate_mean[l][h].item<double>();
+        head["gate_dormant"] = stats.gate_dormant[l][h].item<double>();
+      }
       heads.push_back(head);
     }
     report["layers"].push_back({{"layer", l}, {"heads", heads}});
@@ -137,6 +145,11 @@ int run_analyze_command(const std::vector<std::string>& argv) {
     md << row;
     if (sink_is_not_text) {
       std::snprintf(row, sizeof row, " %.3f |", position0[l].mean().item<double>());
+      md << row;
+    }
+    if (gated) {
+      std::snprintf(row, sizeof row, " %.3f | %.3f |", stats.gate_mean[l].mean().item<double>(),
+                    stats.gate_dormant[l].mean().item<double>());
       md << row;
     }
     md << "\n";

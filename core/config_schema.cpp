@@ -43,10 +43,16 @@ std::vector<KeySpec> build_schema() {
       choice("model.attention", {"fast", "reference"},
              "fast = sinklm's fused kernel on an AVX-512 CPU in float32, else scaled_dot_product_attention; "
              "reference = plain softmax(QK^T)V"),
-      choice("model.sink.mode", {"none", "token", "softmax1", "logit"},
+      choice("model.sink.mode", {"none", "token", "softmax1", "logit", "kv", "gated"},
              "none = vanilla; token = learnable sink token(s); softmax1 = zero sink; logit = learned per-head "
-             "sink logit"),
+             "sink logit; kv = learned sink key and value per head (explicit attention bias); gated = sigmoid "
+             "gate on each head's output (gated attention)"),
       integer("model.sink.count", 1, 1, 64, "number of learnable sink tokens (mode token)"),
+      choice("model.sink.gate", {"headwise", "elementwise"},
+             "mode gated: one gate per (token, head), W_g [hidden, H]; or one per output element, [hidden, H*D]"),
+      choice("model.sink.kv_init", {"zero", "normal"},
+             "mode kv: initial sink key and value; zero = starts as softmax1 (the zero sink), normal = the "
+             "model's small normal init, as the q/k/v projection"),
       // data: token shards and the loader that reads them (data/shards/token_loader.h)
       text("data.tokenizer", "", "tokenizer.json, vocab.json (+ merges.txt), *.tiktoken or SentencePiece *.model"),
       text("data.shards", "", "directory written by `sinklm prepare shards`"),

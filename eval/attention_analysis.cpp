@@ -22,22 +22,32 @@ AttentionMass measure_attention_mass(GPTNeoXForCausalLM& model, const std::vecto
   mass.first_positions = torch::zeros({L, H, first}, f64);
   mass.key0 = torch::zeros({L, H}, f64);
   if (map_tokens > 0) mass.maps.assign(L, torch::zeros({map_tokens, map_tokens}, f64));
+  if (output_gate_width(c) > 0) {
+    mass.gate_mean = torch::zeros({L, H}, f64);
+    mass.gate_dormant = torch::zeros({L, H}, f64);
+  }
   const torch::Device device = model->embed_out->weight.device();
   for (const auto& ids : segments) {
     SINKLM_ASSERT(static_cast<int64_t>(ids.size()) == T, "segments of different lengths");
     auto input = torch::tensor(ids, torch::kInt64).unsqueeze(0).to(device);
-    std::vector<torch::Tensor> probs = attention_probabilities(model, input);  // L x [H, T, T]
+    const AttentionRecord record = record_attention(model, input);
     for (int64_t l = 0; l < L; ++l) {
-      const torch::Tensor p = probs[l].to(torch::kFloat64);
+      const torch::Tensor p = record.probabilities[l].to(torch::kFloat64);  // [H, T, T]
       const torch::Tensor far_rows = p.narrow(1, mass.far, T - mass.far);  // [H, Q, T]
       mass.sink[l] += sink_attention_mass(c, far_rows).mean(1);
       mass.first_positions[l] += far_rows.narrow(2, sinks, first).mean(1);
       mass.key0[l] += p.select(2, 0).mean(1);
       if (map_tokens > 0) mass.maps[l] += p.narrow(1, 0, map_tokens).narrow(2, 0, map_tokens).mean(0);
+      if (mass.gate_mean.defined()) {
+        const torch::Tensor g = record.gates[l].to(torch::kFloat64).view({T, H, -1});  // [T, H, width / H]
+        mass.gate_mean[l] += g.mean(std::vector<int64_t>{0, 2});
+        mass.gate_dormant[l] += g.lt(kDormantGate).to(torch::kFloat64).mean(std::vector<int64_t>{0, 2});
+      }
     }
   }
   const double n = static_cast<double>(segments.size());
-  for (auto* t : {&mass.sink, &mass.first_positions, &mass.key0}) *t /= n;
+  for (auto* t : {&mass.sink, &mass.first_positions, &mass.key0, &mass.gate_mean, &mass.gate_dormant})
+    if (t->defined()) *t /= n;
   for (auto& map : mass.maps) map /= n;
   return mass;
 }

@@ -1,6 +1,7 @@
 // Where attention goes, per layer and head: the mass on the model's sink (wherever its mode puts it:
 // model/sink.h, sink_site / sink_attention_mass) and on the first text positions, averaged over segments and
-// over the queries far from the start (the second half of each segment, T/2 .. T-1). `sinklm analyze`
+// over the queries far from the start (the second half of each segment, T/2 .. T-1), and for gated models
+// the output gates' statistics. `sinklm analyze`
 // reports it (heads.json, analysis.md, PNGs) and the training probe logs it (train/sink_probe.h), so the
 // two agree by construction.
 #pragma once
@@ -13,11 +14,17 @@
 
 namespace sinklm {
 
+// A gate below this leaves a head (or element) under a tenth of its output: the head is dormant by gate.
+constexpr double kDormantGate = 0.1;
+
 struct AttentionMass {
   torch::Tensor sink;                // [L, H] float64: mean mass on the sink
   torch::Tensor first_positions;     // [L, H, first] float64: mean mass on text positions 0 .. first-1
   torch::Tensor key0;                // [L, H] float64: mean attention key 0 receives from all T queries
   std::vector<torch::Tensor> maps;   // per layer [M, M] float64: the first M rows and columns, mean over heads
+  // Mode gated (undefined otherwise), over every position of every segment, each head's gates together:
+  torch::Tensor gate_mean;           // [L, H] float64: mean gate
+  torch::Tensor gate_dormant;        // [L, H] float64: fraction of gates below kDormantGate ("dormant by gate")
   int64_t far = 0, tokens = 0;       // the queries averaged over: far .. tokens-1
 };
 

@@ -23,7 +23,7 @@ torch::Tensor CausalAttention::attend(int64_t, const torch::Tensor& q, const tor
 }
 
 torch::Tensor CausalAttention::attend_packed(int64_t layer, const torch::Tensor& qkv, const SinkColumn& sink) {
-  if (impl_ == AttentionImpl::Fast && packed_qkv_attention_applies(qkv, sink))
+  if (impl_ == AttentionImpl::Fast && packed_qkv_attention_applies(qkv))
     return packed_qkv_attention(qkv, cos_, sin_, sink);
   return AttentionBackend::attend_packed(layer, qkv, sink);
 }

@@ -25,6 +25,9 @@ class AttentionBackend {
   // [B, T, H * D], the dense projection's input. By default: split into q, k, v views, attend(), merge the
   // heads. A back-end with a fused kernel for the packed layout overrides it.
   virtual torch::Tensor attend_packed(int64_t layer, const torch::Tensor& qkv, const SinkColumn& sink);
+  // Layer `layer`'s output gate (mode gated), [B, T, width] after the sigmoid, right after attend_packed();
+  // a probe records it (model/attention_probe.h), other back-ends ignore it.
+  virtual void observe_output_gate(int64_t /*layer*/, const torch::Tensor& /*gate*/) {}
 };
 
 // Causal attention over the whole sequence; rotary at `positions` ([T] or [B, T] int64).

@@ -23,6 +23,7 @@ GPTNeoXAttentionImpl::GPTNeoXAttentionImpl(const ModelConfig& c) : config_(c) {
   dense = register_module("dense", Projection(c.hidden_size, c.hidden_size));
   for (const auto& spec : sinklm::sink_parameters(c))
     sink_parameters.push_back(register_parameter(spec.name, torch::zeros(spec.shape)));
+  if (const int64_t width = output_gate_width(c)) gate = register_module("gate", Projection(c.hidden_size, width));
 }
 
 SinkColumn GPTNeoXAttentionImpl::sink_column() const {
@@ -32,7 +33,13 @@ SinkColumn GPTNeoXAttentionImpl::sink_column() const {
 torch::Tensor GPTNeoXAttentionImpl::forward(const torch::Tensor& x, AttentionBackend& backend, int64_t layer) {
   const int64_t B = x.size(0), T = x.size(1);
   auto qkv = query_key_value(x).view({B, T, config_.num_heads, 3 * config_.head_dim()});  // [B, T, H, 3D]
-  return dense(backend.attend_packed(layer, qkv, sink_column()));  // [B, T, H * D]
+  auto attended = backend.attend_packed(layer, qkv, sink_column());                          // [B, T, H * D]
+  if (gate) {
+    auto g = torch::sigmoid(gate(x));  // [B, T, width]
+    backend.observe_output_gate(layer, g);
+    attended = apply_output_gate(attended, g, config_.num_heads);
+  }
+  return dense(attended);
 }
 
 GPTNeoXMLPImpl::GPTNeoXMLPImpl(const ModelConfig& c) {
@@ -66,7 +73,7 @@ GPTNeoXModelImpl::GPTNeoXModelImpl(const ModelConfig& c) {
 }
 
 GPTNeoXForCausalLMImpl::GPTNeoXForCausalLMImpl(const ModelConfig& c)
-    : config_(c), rotary_(c.rotary_dims(), c.rotary_base) {
+    : config_(c), rotary_(c.rotary_dims(), c.rotary_base), sink_parameter_specs_(sink_parameters(c)) {
   gpt_neox = register_module("gpt_neox", GPTNeoXModel(c));
   embed_out = register_module("embed_out", Projection(torch::nn::LinearOptions(c.hidden_size, c.vocab_size).bias(false)));
   initialize();
@@ -104,6 +111,12 @@ torch::Tensor GPTNeoXForCausalLMImpl::forward(const torch::Tensor& input_ids, co
   return embed_out(hidden_states(input_ids, positions));  // [B, T, V]
 }
 
+const SinkParameterSpec* GPTNeoXForCausalLMImpl::sink_parameter_spec(const std::string& name) const {
+  for (const auto& spec : sink_parameter_specs_)
+    if (ends_with(name, "attention." + spec.name)) return &spec;
+  return nullptr;
+}
+
 void GPTNeoXForCausalLMImpl::initialize() {
   torch::NoGradGuard no_grad;
   auto generator = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(config_.init_seed));
@@ -116,7 +129,10 @@ void GPTNeoXForCausalLMImpl::initialize() {
     torch::Tensor value = torch::empty(p.sizes(), torch::kFloat32);
     if (name.find("layernorm") != std::string::npos || name.find("layer_norm") != std::string::npos) {
       value.fill_(ends_with(name, ".weight") ? 1.0 : 0.0);
-    } else if (ends_with(name, ".bias") || is_sink_parameter(name)) {
+    } else if (const SinkParameterSpec* spec = sink_parameter_spec(name)) {
+      if (spec->init == SinkInit::Normal) value.normal_(0.0, small, generator);
+      else value.zero_();
+    } else if (ends_with(name, ".bias")) {
       value.zero_();
     } else if (ends_with(name, "attention.dense.weight") || ends_with(name, "dense_4h_to_h.weight")) {
       value.normal_(0.0, wang, generator);

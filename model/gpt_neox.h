@@ -30,6 +30,7 @@ class GPTNeoXAttentionImpl : public torch::nn::Module {
 
   Projection query_key_value{nullptr};  // [3C, C], rows grouped per head as [q, k, v]
   Projection dense{nullptr};            // [C, C]
+  Projection gate{nullptr};             // [width, C] + bias (mode gated, model/sink.h: output_gate_width), else null
   std::vector<torch::Tensor> sink_parameters;  // the mode's, in sink_parameters(config) order (model/sink.h)
 
  private:
@@ -80,7 +81,8 @@ class GPTNeoXForCausalLMImpl : public torch::nn::Module {
   torch::Tensor hidden_states(const torch::Tensor& input_ids, AttentionBackend& backend);
 
   // GPT-NeoX initialisation: N(0, sqrt(2 / 5C)) ("small init") everywhere, N(0, 2 / (L sqrt C)) ("wang init")
-  // for the two output projections of each layer, zero biases, unit LayerNorms, zero sink logits.
+  // for the two output projections of each layer, zero biases, unit LayerNorms, sink parameters as their
+  // spec says (model/sink.h: zero, or small init).
   // Deterministic from config.init_seed, independent of the device.
   void initialize();
 
@@ -97,8 +99,12 @@ class GPTNeoXForCausalLMImpl : public torch::nn::Module {
   using LayerStep = std::function<torch::Tensor(int64_t index, const torch::Tensor& x)>;
   torch::Tensor run_layers(const torch::Tensor& input_ids, const LayerStep& layer_step);
 
+  // The spec of a sink parameter's full name (gpt_neox.layers.N.attention.NAME), null for other parameters.
+  const SinkParameterSpec* sink_parameter_spec(const std::string& name) const;
+
   ModelConfig config_;
   RotaryEmbedding rotary_;
+  std::vector<SinkParameterSpec> sink_parameter_specs_;
   bool activation_checkpointing_ = false;
 };
 TORCH_MODULE(GPTNeoXForCausalLM);

@@ -30,7 +30,10 @@ nlohmann::json hf_config_json(const ModelConfig& c) {
        {{"mode", sink_mode_name(c.sink_mode)},
         {"count", c.sink_count},
         {"tokenizer_vocab_size", c.tokenizer_vocab_size},
-        {"token_ids", sink_prefix(c)}}},
+        {"token_ids", sink_prefix(c)},
+        {"gate", c.sink_gate_elementwise ? "elementwise" : "headwise"},
+        {"kv_init", c.sink_kv_init == SinkInit::Normal ? "normal" : "zero"},
+        {"loads_in_transformers", loads_in_transformers(c.sink_mode)}}},
   };
 }
 
@@ -105,6 +108,8 @@ Config config_from_hf_json(const nlohmann::json& json, const std::string& path) 
     JsonReader sink_in(*sink, path + " sink");
     sink_in.copy(&config, "mode", "model.sink.mode");
     if (sink_in.require("mode") == "token") sink_in.copy(&config, "count", "model.sink.count");
+    sink_in.copy(&config, "gate", "model.sink.gate", false);
+    sink_in.copy(&config, "kv_init", "model.sink.kv_init", false);
     sink_in.copy(&config, "tokenizer_vocab_size", "model.tokenizer_vocab_size", false);
   } else {
     // A plain Hugging Face checkpoint: every row is a real (or padding) token.

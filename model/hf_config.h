@@ -5,9 +5,12 @@
 // rope_parameters {rope_type, rope_theta, partial_rotary_factor} plus the legacy rotary_pct /
 // rotary_emb_base for older readers, max_position_embeddings, layer_norm_eps, use_parallel_residual,
 // tie_word_embeddings false, bos/eos ids — and an extra "sink" block:
-//   "sink": {"mode": "none|token|softmax1|logit", "count": k, "tokenizer_vocab_size": n, "token_ids": [...]}
+//   "sink": {"mode": "none|token|softmax1|logit|kv|gated", "count": k, "tokenizer_vocab_size": n,
+//            "token_ids": [...], "gate": "headwise|elementwise", "kv_init": "zero|normal",
+//            "loads_in_transformers": bool}
 // Hugging Face ignores the sink block; "none" and "token" checkpoints run unchanged in transformers
-// (for "token", prepend the sink id(s)); "softmax1" and "logit" need sinklm's attention.
+// (for "token", prepend the sink id(s)); the other modes need sinklm's attention (model/sink.h:
+// loads_in_transformers), which `sinklm info` says.
 #pragma once
 #include <nlohmann/json.hpp>
 

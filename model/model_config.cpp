@@ -23,6 +23,8 @@ ModelConfig ModelConfig::from(const Config& config) {
   m.attention = config.get_string("model.attention") == "fast" ? AttentionImpl::Fast : AttentionImpl::Reference;
   m.sink_mode = parse_sink_mode(config.get_string("model.sink.mode"));
   m.sink_count = m.sink_mode == SinkMode::Token ? config.get_int("model.sink.count") : 0;
+  m.sink_gate_elementwise = config.get_string("model.sink.gate") == "elementwise";
+  m.sink_kv_init = config.get_string("model.sink.kv_init") == "normal" ? SinkInit::Normal : SinkInit::Zero;
 
   if (m.hidden_size % m.num_heads != 0)
     fail(where, ": model.hidden_size (", m.hidden_size, ") must be divisible by model.num_heads (", m.num_heads, ")");

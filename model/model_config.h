@@ -28,6 +28,8 @@ struct ModelConfig {
   AttentionImpl attention = AttentionImpl::Fast;
   SinkMode sink_mode = SinkMode::None;
   int64_t sink_count = 0;  // learnable sink tokens (mode token), else 0
+  bool sink_gate_elementwise = false;        // mode gated: model.sink.gate
+  SinkInit sink_kv_init = SinkInit::Zero;    // mode kv: model.sink.kv_init
 
   // Validates relations between keys; errors name the keys and `config.source()`.
   static ModelConfig from(const Config& config);

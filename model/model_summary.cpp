@@ -43,6 +43,7 @@ nlohmann::json model_summary_json(const ModelConfig& c) {
       {"sink_token_count", c.sink_count},
       {"sink_parameters_per_layer", sink_parameter_count(c)},
       {"default_cache_sinks", default_cache_sinks(c)},
+      {"loads_in_transformers", loads_in_transformers(c.sink_mode)},
       {"parameters", params.total},
       {"non_embedding_parameters", params.non_embedding()},
       {"weight_bytes_fp32", params.total * 4},
@@ -72,6 +73,10 @@ std::string model_summary_text(const ModelConfig& c) {
                          std::to_string(c.sink_count) + ", padding " +
                          with_commas(c.vocab_size - c.tokenizer_vocab_size - c.sink_count) + "), untied in/out");
   line("sink", sink_mode_description(c));
+  line("transformers", loads_in_transformers(c.sink_mode)
+                           ? "loads as GPTNeoXForCausalLM (config.json + model.safetensors)"
+                           : std::string("not loadable: its GPT-NeoX has no ") + sink_mode_name(c.sink_mode) +
+                                 " attention; run it with sinklm");
   line("parameters", with_commas(j["parameters"]) + " total, " + with_commas(j["non_embedding_parameters"]) +
                          " non-embedding");
   line("weights", mebibytes(j["weight_bytes_fp32"]) + " fp32, " + mebibytes(j["weight_bytes_bf16"]) + " bf16");

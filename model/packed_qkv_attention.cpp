@@ -127,7 +127,9 @@ float dot(const float* a, const float* b, int64_t n) {
 
 // One attention problem: pointers into contiguous float32 tensors and their shapes.
 struct Problem {
-  Problem(const torch::Tensor& qkv, const torch::Tensor& cos, const torch::Tensor& sin, const torch::Tensor& sink_logit)
+  // sink_*: the column's parts, empty where absent (model/sink.h: SinkColumn).
+  Problem(const torch::Tensor& qkv, const torch::Tensor& cos, const torch::Tensor& sin, const torch::Tensor& sink_logit,
+          const torch::Tensor& sink_key, const torch::Tensor& sink_value)
       : qkv(qkv.data_ptr<float>()),
         B(qkv.size(0)),
         T(qkv.size(1)),
@@ -138,6 +140,8 @@ struct Problem {
         R(cos.size(-1)),
         rotary_batch_stride(cos.dim() == 3 ? T * R : 0),
         sink(sink_logit.numel() > 0 ? sink_logit.data_ptr<float>() : nullptr),
+        sink_key(sink_key.numel() > 0 ? sink_key.data_ptr<float>() : nullptr),
+        sink_value(sink_value.numel() > 0 ? sink_value.data_ptr<float>() : nullptr),
         scale(static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)))) {}
 
   const float* qkv_row(int64_t b, int64_t t, int64_t h) const { return qkv + ((b * T + t) * H + h) * 3 * D; }
@@ -145,12 +149,19 @@ struct Problem {
   const float* cos_at(int64_t b, int64_t t) const { return cos + b * rotary_batch_stride + t * R; }
   const float* sin_at(int64_t b, int64_t t) const { return sin + b * rotary_batch_stride + t * R; }
   int64_t padded_T() const { return round_up(T, kLanes); }
+  // The sink column's logit for packed query row q (rotated and scaled by 1/sqrt(D)) of head h:
+  // logit_h + q . key_h / sqrt(D).
+  float sink_logit_of(const float* q, int64_t h) const {
+    return sink[h] + (sink_key ? dot(q, sink_key + h * D, D) : 0.0f);
+  }
 
   const float* qkv;
   int64_t B, T, H, D;
   const float *cos, *sin;
   int64_t R, rotary_batch_stride;
-  const float* sink;  // [H], or null for an empty sink_logit (no sink column)
+  const float* sink;        // [H], or null for an empty sink_logit (no sink column)
+  const float* sink_key;    // [H, D] or null: the column's logit does not depend on the query
+  const float* sink_value;  // [H, D] or null: the column adds nothing to the output
   float scale;        // 1 / sqrt(D), folded into the packed queries
 };
 
@@ -235,17 +246,25 @@ void forward_task(const Problem& p, int64_t b, int64_t h, Panels& w, float* out,
     const Tile tile(i0, p.T);
     rows_matmul<false>(tile.rows, &w.q[i0 * D], D, 1, w.kt.data(), Tp, D, round_up(tile.n, kLanes), w.probs.data(),
                        Tp);  // S = Q Kᵀ
+    float on_sink[kBlockRows];  // each row's probability on the sink column
     for (int64_t r = 0; r < tile.rows; ++r) {
       float* s = &w.probs[r * Tp];
       const int64_t visible = tile.visible(r);
+      const float c = p.sink ? p.sink_logit_of(&w.q[(i0 + r) * D], h) : 0.0f;
       float m = max_of(s, visible);
-      if (p.sink) m = std::max(m, p.sink[h]);
-      const float total = exp_shifted(s, visible, tile.n, m) + (p.sink ? std::exp(p.sink[h] - m) : 0.0f);
+      if (p.sink) m = std::max(m, c);
+      const float total = exp_shifted(s, visible, tile.n, m) + (p.sink ? std::exp(c - m) : 0.0f);
       scale_in_place(s, visible, 1.0f / total);
       lse[i0 + r] = m + std::log(total);
+      on_sink[r] = p.sink ? std::exp(c - lse[i0 + r]) : 0.0f;
     }
     rows_matmul<false>(tile.rows, w.probs.data(), Tp, 1, w.v.data(), D, tile.n, D, out + p.head_row(b, i0, h),
                        ldo);  // O = P V
+    if (p.sink_value)  // O += p_sink value_h
+      for (int64_t r = 0; r < tile.rows; ++r) {
+        float* o = out + p.head_row(b, i0 + r, h);
+        for (int64_t d = 0; d < D; ++d) o[d] += on_sink[r] * p.sink_value[h * D + d];
+      }
   }
 }
 
@@ -256,9 +275,10 @@ void accumulate_transposed(const float* m, int64_t ld, const Tile& tile, const f
   rows_matmul<true>(tile.n, m, 1, ld, a, lda, tile.rows, D, c, D);
 }
 
-// Backward of task (b, h): writes its q, k, v gradients into dqkv [B, T, H, 3D]; returns d(sink logit).
+// Backward of task (b, h): writes its q, k, v gradients into dqkv [B, T, H, 3D] and, for a column with a key
+// or value, d(key_h), d(value_h) into dkey, dvalue ([D] each); returns d(sink logit).
 double backward_task(const Problem& p, int64_t b, int64_t h, Panels& w, const float* dout, const float* out,
-                     const float* lse, float* dqkv) {
+                     const float* lse, float* dqkv, double* dkey, double* dvalue) {
   const int64_t D = p.D, Tp = p.padded_T();
   w.pack(p, b, h, /*for_backward=*/true);
   // One pass over this head's rows of dO and O (strided, from memory) before the products, which then read
@@ -275,6 +295,7 @@ double backward_task(const Problem& p, int64_t b, int64_t h, Panels& w, const fl
   std::fill(w.dk.begin(), w.dk.end(), 0.0f);
   std::fill(w.dv.begin(), w.dv.end(), 0.0f);
   double dsink = 0;
+  float sink_column_dlogit[kBlockRows];  // a block's dc per row
   for (int64_t i0 = 0; i0 < p.T; i0 += kBlockRows) {
     const Tile tile(i0, p.T);
     const float* dout_tile = &w.dout[i0 * D];
@@ -285,11 +306,26 @@ double backward_task(const Problem& p, int64_t b, int64_t h, Panels& w, const fl
       const float delta = w.delta[i0 + r];
       exp_shifted(&w.probs[r * Tp], tile.visible(r), tile.n, lse[i0 + r]);          // P = exp(S - lse)
       softmax_backward_row(&w.probs[r * Tp], &w.grads[r * Tp], tile.n, delta);      // dS = P (dP - delta)
-      if (p.sink) dsink -= std::exp(double(p.sink[h]) - lse[i0 + r]) * delta;        // sink's own column
+      sink_column_dlogit[r] = 0;
+      if (!p.sink) continue;
+      // The sink's own column: dc = p_sink (dO . value_h - delta).
+      const float* q = &w.q[(i0 + r) * D];
+      const double on_sink = std::exp(double(p.sink_logit_of(q, h)) - lse[i0 + r]);
+      const float* dout_row = dout_tile + r * D;
+      const double dc = on_sink * ((p.sink_value ? dot(dout_row, p.sink_value + h * D, D) : 0.0f) - delta);
+      dsink += dc;
+      sink_column_dlogit[r] = static_cast<float>(dc);
+      if (p.sink_key)
+        for (int64_t d = 0; d < D; ++d) dkey[d] += dc * q[d];  // c = q . key_h (q already scaled)
+      if (p.sink_value)
+        for (int64_t d = 0; d < D; ++d) dvalue[d] += on_sink * dout_row[d];
     }
     accumulate_transposed(w.probs.data(), Tp, tile, dout_tile, D, D, w.dv.data());  // dV += Pᵀ dO
     accumulate_transposed(w.grads.data(), Tp, tile, &w.q[i0 * D], D, D, w.dk.data());  // dK += dSᵀ Q
     rows_matmul<false>(tile.rows, w.grads.data(), Tp, 1, w.k.data(), D, tile.n, D, w.dq.data(), D);  // dQ = dS K
+    if (p.sink_key)  // dQ += dc key_h
+      for (int64_t r = 0; r < tile.rows; ++r)
+        for (int64_t d = 0; d < D; ++d) w.dq[r * D + d] += sink_column_dlogit[r] * p.sink_key[h * D + d];
     for (int64_t r = 0; r < tile.rows; ++r)
       rotate_back(&w.dq[r * D], p.cos_at(b, i0 + r), p.sin_at(b, i0 + r), p.R, D, p.scale,
                   dqkv + p.head_row(b, i0 + r, h) * 3);
@@ -313,10 +349,12 @@ void for_each_head(const Problem& p, const Task& task) {
 
 class PackedQkvAttentionFunction : public torch::autograd::Function<PackedQkvAttentionFunction> {
  public:
+  // sink_logit [H], sink_key, sink_value [H, D]: empty where absent (autograd::Function takes no undefined inputs).
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& qkv, const torch::Tensor& cos,
-                               const torch::Tensor& sin, const torch::Tensor& sink_logit) {
+                               const torch::Tensor& sin, const torch::Tensor& sink_logit, const torch::Tensor& sink_key,
+                               const torch::Tensor& sink_value) {
     RECORD_FUNCTION("sinklm::packed_qkv_attention", std::vector<c10::IValue>());  // a row of train.trace_steps
-    const Problem p(qkv, cos, sin, sink_logit);
+    const Problem p(qkv, cos, sin, sink_logit, sink_key, sink_value);
     auto out = torch::empty({p.B, p.T, p.H * p.D}, qkv.options());  // [B, T, H, D] merged
     auto lse = torch::empty({p.B, p.H, p.T}, qkv.options());
     float* out_data = out.data_ptr<float>();
@@ -324,58 +362,61 @@ class PackedQkvAttentionFunction : public torch::autograd::Function<PackedQkvAtt
     for_each_head(p, [&](int64_t b, int64_t h, Panels& w) {
       forward_task(p, b, h, w, out_data, lse_data + (b * p.H + h) * p.T);
     });
-    ctx->save_for_backward({qkv, cos, sin, sink_logit, out, lse});
+    ctx->save_for_backward({qkv, cos, sin, sink_logit, sink_key, sink_value, out, lse});
     return out;
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     const auto saved = ctx->get_saved_variables();
-    const torch::Tensor &qkv = saved[0], &sink_logit = saved[3], &out = saved[4], &lse = saved[5];
-    const Problem p(qkv, saved[1], saved[2], sink_logit);
+    const torch::Tensor &qkv = saved[0], &sink_logit = saved[3], &sink_key = saved[4], &sink_value = saved[5],
+                        &out = saved[6], &lse = saved[7];
+    const Problem p(qkv, saved[1], saved[2], sink_logit, sink_key, sink_value);
     const auto dout = grads[0].contiguous();
     auto dqkv = torch::empty_like(qkv);
-    std::vector<double> dsink(p.B * p.H, 0.0);
+    std::vector<double> dsink(p.B * p.H, 0.0), dkey(p.B * p.H * p.D, 0.0), dvalue(p.B * p.H * p.D, 0.0);
     const float* dout_data = dout.data_ptr<float>();
     const float* out_data = out.data_ptr<float>();
     const float* lse_data = lse.data_ptr<float>();
     float* dqkv_data = dqkv.data_ptr<float>();
     for_each_head(p, [&](int64_t b, int64_t h, Panels& w) {
-      dsink[b * p.H + h] =
-          backward_task(p, b, h, w, dout_data, out_data, lse_data + (b * p.H + h) * p.T, dqkv_data);
+      const int64_t task = b * p.H + h;
+      dsink[task] = backward_task(p, b, h, w, dout_data, out_data, lse_data + task * p.T, dqkv_data,
+                                  &dkey[task * p.D], &dvalue[task * p.D]);
     });
-    torch::Tensor dsink_logit;
-    if (p.sink) {
-      std::vector<double> per_head(p.H, 0.0);
-      for (int64_t i = 0; i < p.B * p.H; ++i) per_head[i % p.H] += dsink[i];  // a fixed order: deterministic
-      dsink_logit = torch::tensor(per_head, torch::kFloat64).to(torch::kFloat32);
-    }
-    return {dqkv, torch::Tensor(), torch::Tensor(), dsink_logit};
+    auto per_head = [&](const std::vector<double>& per_task, const torch::Tensor& like) {
+      if (like.numel() == 0) return torch::Tensor();
+      const int64_t width = static_cast<int64_t>(per_task.size()) / (p.B * p.H);
+      std::vector<double> sum(p.H * width, 0.0);
+      for (int64_t i = 0; i < p.B * p.H; ++i)  // a fixed order: deterministic
+        for (int64_t d = 0; d < width; ++d) sum[(i % p.H) * width + d] += per_task[i * width + d];
+      return torch::tensor(sum, torch::kFloat64).to(torch::kFloat32).view(like.sizes());
+    };
+    return {dqkv,        torch::Tensor(),           torch::Tensor(), per_head(dsink, sink_logit),
+            per_head(dkey, sink_key), per_head(dvalue, sink_value)};
   }
 };
 
 }  // namespace
 
-bool packed_qkv_attention_applies(const torch::Tensor& qkv, const SinkColumn& sink) {
-  return !sink.has_key_value() && cpu_has_avx512f() && qkv.device().is_cpu() && qkv.scalar_type() == torch::kFloat32 && qkv.dim() == 4 &&
+bool packed_qkv_attention_applies(const torch::Tensor& qkv) {
+  return cpu_has_avx512f() && qkv.device().is_cpu() && qkv.scalar_type() == torch::kFloat32 && qkv.dim() == 4 &&
          qkv.size(3) % (3 * kLanes) == 0 && qkv.size(3) > 0 && qkv.is_contiguous();
 }
 
 torch::Tensor packed_qkv_attention(const torch::Tensor& qkv, const torch::Tensor& cos, const torch::Tensor& sin,
                                    const SinkColumn& sink) {
-  SINKLM_ASSERT(packed_qkv_attention_applies(qkv, sink),
-                "packed_qkv_attention: qkv must be [B, T, H, 3D] float32 CPU, the sink column a logit only");
-  const torch::Tensor& sink_logit = sink.logit;
-  const int64_t T = qkv.size(1);
+  SINKLM_ASSERT(packed_qkv_attention_applies(qkv), "packed_qkv_attention: qkv must be [B, T, H, 3D] float32 CPU");
+  const int64_t T = qkv.size(1), H = qkv.size(2), D = qkv.size(3) / 3;
   SINKLM_ASSERT(cos.sizes() == sin.sizes() && cos.size(-2) == T && (cos.dim() == 2 || cos.size(0) == qkv.size(0)),
                 "cos/sin must be [T, R] or [B, T, R]");
-  SINKLM_ASSERT(cos.size(-1) % 2 == 0 && cos.size(-1) <= qkv.size(3) / 3, "rotary dims must be even and <= D");
-  SINKLM_ASSERT(!sink_logit.defined() || (sink_logit.dim() == 1 && sink_logit.size(0) == qkv.size(2)),
-                "sink_logit must be [H]");
-  auto f32 = [](const torch::Tensor& t) { return t.to(torch::kFloat32).contiguous(); };
-  // autograd::Function takes no undefined inputs: "no sink column" travels as an empty tensor.
-  return PackedQkvAttentionFunction::apply(qkv, f32(cos), f32(sin),
-                                           sink_logit.defined() ? f32(sink_logit) : torch::empty({0}));
+  SINKLM_ASSERT(cos.size(-1) % 2 == 0 && cos.size(-1) <= D, "rotary dims must be even and <= D");
+  SINKLM_ASSERT(!sink.present() || (sink.logit.dim() == 1 && sink.heads() == H), "sink logit must be [H]");
+  for (const auto* t : {&sink.key, &sink.value})
+    SINKLM_ASSERT(!t->defined() || (sink.present() && t->sizes() == torch::IntArrayRef({H, D})),
+                  "sink key/value must be [H, D], with a logit");
+  auto f32 = [](const torch::Tensor& t) { return t.defined() ? t.to(torch::kFloat32).contiguous() : torch::empty({0}); };
+  return PackedQkvAttentionFunction::apply(qkv, f32(cos), f32(sin), f32(sink.logit), f32(sink.key), f32(sink.value));
 }
 
 }  // namespace sinklm

@@ -4,7 +4,7 @@
 //   qkv [B, T, H, 3D] float32 (GPT-NeoX: per head q | k | v) -> out [B, T, H * D]
 //
 // with rotary on the first R dims of q and k (cos, sin from RotaryEmbedding::cos_sin: [T, R] or [B, T, R])
-// and the optional sink column (model/sink.h: SinkColumn; its logit form, the only one the kernel takes). The same function as
+// and the optional sink column (model/sink.h: SinkColumn: logit, key, value). The same function as
 // apply_rotary + causal_attention + merging the heads (tested to rounding, gradients included).
 //
 // Why: at head size 32 LibTorch's CPU flash attention ran at about a tenth of the matmul rate (23% of a
@@ -22,11 +22,10 @@
 namespace sinklm {
 
 // Whether the kernel takes this input: an AVX-512 CPU, qkv float32 contiguous [B, T, H, 3D] on the CPU,
-// D a multiple of 16, a sink column without key or value. Elsewhere callers split q, k, v and use
-// model/attention.h.
-bool packed_qkv_attention_applies(const torch::Tensor& qkv, const SinkColumn& sink);
+// D a multiple of 16 (any sink column). Elsewhere callers split q, k, v and use model/attention.h.
+bool packed_qkv_attention_applies(const torch::Tensor& qkv);
 
-// The attention above, differentiable in qkv and the sink logit (float32 CPU).
+// The attention above, differentiable in qkv and the sink column's logit, key and value (float32 CPU).
 torch::Tensor packed_qkv_attention(const torch::Tensor& qkv, const torch::Tensor& cos, const torch::Tensor& sin,
                                    const SinkColumn& sink);
 

@@ -13,7 +13,8 @@ namespace sinklm {
 namespace {
 
 // In the schema's order of model.sink.mode's choices.
-constexpr SinkMode kModes[] = {SinkMode::None, SinkMode::Token, SinkMode::Softmax1, SinkMode::Logit};
+constexpr SinkMode kModes[] = {SinkMode::None,  SinkMode::Token,    SinkMode::Softmax1,
+                               SinkMode::Logit, SinkMode::KeyValue, SinkMode::Gated};
 
 const std::vector<std::string>& schema_names() {
   const KeySpec* spec = find_key_spec("model.sink.mode");
@@ -53,6 +54,12 @@ std::string sink_mode_description(const ModelConfig& c) {
     }
     case SinkMode::Softmax1: return "softmax1: zero sink, exp(x_i) / (1 + sum_j exp(x_j))";
     case SinkMode::Logit: return "logit: one learned sink logit per head and layer (extra softmax column)";
+    case SinkMode::KeyValue:
+      return std::string("kv: a learned sink key and value per head and layer (extra softmax column, logit q.k/sqrt(D)); "
+                         "init ") + (c.sink_kv_init == SinkInit::Normal ? "normal" : "zero");
+    case SinkMode::Gated:
+      return std::string("gated: sigmoid gate on each head's output, ") +
+             (c.sink_gate_elementwise ? "elementwise (one per output element)" : "headwise (one per head)");
   }
   SINKLM_ASSERT(false, "unhandled SinkMode");
 }
@@ -72,8 +79,12 @@ std::vector<int64_t> with_sink_prefix(const ModelConfig& model, const std::vecto
 }
 
 std::vector<SinkParameterSpec> sink_parameters(const ModelConfig& model) {
-  if (model.sink_mode == SinkMode::Logit) return {{"sink_logit", {model.num_heads}}};
-  return {};
+  const int64_t H = model.num_heads, D = model.head_dim();
+  switch (model.sink_mode) {
+    case SinkMode::Logit: return {{"sink_logit", {H}}};
+    case SinkMode::KeyValue: return {{"sink_key", {H, D}, model.sink_kv_init}, {"sink_value", {H, D}, model.sink_kv_init}};
+    default: return {};
+  }
 }
 
 int64_t sink_parameter_count(const ModelConfig& model) {
@@ -83,13 +94,28 @@ int64_t sink_parameter_count(const ModelConfig& model) {
     for (int64_t d : spec.shape) n *= d;
     count += n;
   }
-  return count;
+  const int64_t gate = output_gate_width(model);
+  return count + gate * model.hidden_size + gate;
 }
 
 bool is_sink_parameter(const std::string& name) {
   // Every mode's parameter names (sink_parameters): a name is checked without knowing the mode.
-  return ends_with(name, "sink_logit");
+  return ends_with(name, "sink_logit") || ends_with(name, "sink_key") || ends_with(name, "sink_value");
 }
+
+int64_t output_gate_width(const ModelConfig& model) {
+  if (model.sink_mode != SinkMode::Gated) return 0;
+  return model.sink_gate_elementwise ? model.hidden_size : model.num_heads;
+}
+
+torch::Tensor apply_output_gate(const torch::Tensor& attended, const torch::Tensor& gate, int64_t heads) {
+  const int64_t B = attended.size(0), T = attended.size(1), width = gate.size(-1);
+  if (width == attended.size(-1)) return attended * gate;                    // elementwise
+  SINKLM_ASSERT(width == heads, "output gate: width ", width, " is neither H nor H * D");
+  return (attended.view({B, T, heads, -1}) * gate.unsqueeze(-1)).view_as(attended);  // [B, T, H, D] * [B, T, H, 1]
+}
+
+bool loads_in_transformers(SinkMode mode) { return mode == SinkMode::None || mode == SinkMode::Token; }
 
 SinkColumn SinkColumn::to(torch::ScalarType dtype) const {
   auto cast = [&](const torch::Tensor& t) { return t.defined() ? t.to(dtype) : t; };
@@ -106,6 +132,10 @@ SinkColumn sink_column(const ModelConfig& model, const std::vector<torch::Tensor
     case SinkMode::Logit:
       SINKLM_ASSERT(parameters.size() == 1, "mode logit: one sink parameter per layer (sink_parameters)");
       return {parameters[0]};
+    case SinkMode::KeyValue:
+      SINKLM_ASSERT(parameters.size() == 2, "mode kv: a sink key and value per layer (sink_parameters)");
+      return {torch::zeros({model.num_heads}, like.options()), parameters[0], parameters[1]};
+    case SinkMode::Gated: return {};
   }
   SINKLM_ASSERT(false, "unhandled SinkMode");
 }
@@ -114,7 +144,9 @@ int64_t default_cache_sinks(const ModelConfig& model) {
   return model.sink_mode == SinkMode::Token ? model.sink_count : 4;
 }
 
-bool has_sink_column(SinkMode mode) { return mode == SinkMode::Softmax1 || mode == SinkMode::Logit; }
+bool has_sink_column(SinkMode mode) {
+  return mode == SinkMode::Softmax1 || mode == SinkMode::Logit || mode == SinkMode::KeyValue;
+}
 
 SinkSite sink_site(SinkMode mode) {
   if (mode == SinkMode::Token) return SinkSite::Tokens;
@@ -125,7 +157,7 @@ const char* sink_site_name(SinkSite site) {
   switch (site) {
     case SinkSite::FirstPosition: return "position 0";
     case SinkSite::Tokens: return "sink token";
-    case SinkSite::Column: return "sink logit";
+    case SinkSite::Column: return "sink column";
   }
   SINKLM_ASSERT(false, "unhandled SinkSite");
 }

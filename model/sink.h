@@ -9,6 +9,10 @@
 //             prepended to every sample, prompt and stream (sink_prefix); never predicted, never sampled
 //   softmax1  softmax off by one: one extra softmax column with logit 0 and value 0 (the zero sink)
 //   logit     one learned logit per head and layer in that extra column (parameter `sink_logit`, [H])
+//   kv        a learned key and value per head and layer in that column (`sink_key`, `sink_value`, [H, D]):
+//             the explicit attention bias of Sun et al. 2024; softmax1 is its case key = value = 0
+//   gated     no column: each head's output times a sigmoid gate of the layer's normalised input (Qiu et
+//             al. 2025), `gate` [hidden] -> [H] (headwise) or [H * D] (elementwise), before `dense`
 #pragma once
 #include <torch/types.h>
 
@@ -20,7 +24,7 @@ namespace sinklm {
 
 struct ModelConfig;
 
-enum class SinkMode { None, Token, Softmax1, Logit };
+enum class SinkMode { None, Token, Softmax1, Logit, KeyValue, Gated };
 
 // Every mode, in the schema's order: the one list tests loop over.
 const std::vector<SinkMode>& all_sink_modes();
@@ -39,15 +43,31 @@ int64_t sink_prefix_length(const ModelConfig& model);
 std::vector<int64_t> with_sink_prefix(const ModelConfig& model, const std::vector<int64_t>& ids);
 
 // A learned tensor the mode adds to every attention layer, registered as `name` in the layer's attention
-// module (gpt_neox.layers.N.attention.NAME): zero init, no weight decay, not in a Hugging Face checkpoint.
+// module (gpt_neox.layers.N.attention.NAME): no weight decay, not in a Hugging Face checkpoint.
+enum class SinkInit { Zero, Normal };  // Normal: the model's small normal init, as the q/k/v projection
 struct SinkParameterSpec {
   std::string name;
   std::vector<int64_t> shape;
+  SinkInit init = SinkInit::Zero;
 };
 std::vector<SinkParameterSpec> sink_parameters(const ModelConfig& model);  // per layer, in registration order
-int64_t sink_parameter_count(const ModelConfig& model);                    // per layer
-// True for parameters that belong to the sink mechanism (no weight decay, zero init).
+// Parameters per layer the mode adds: its sink parameters and its output gate.
+int64_t sink_parameter_count(const ModelConfig& model);
+// True for parameters that belong to the sink column (no weight decay; init as their spec says).
 bool is_sink_parameter(const std::string& name);
+
+// Width of the output gate (mode gated; 0 = none): the layer's `gate` projection maps the normalised input
+// [B, T, hidden] to [B, T, width], width H (headwise) or H * D (elementwise). It is an ordinary linear layer
+// (weight: small normal init and weight decay; bias: zero, so sigmoid starts near 0.5 as in Qiu et al.'s
+// code, where the gate is extra columns of the query projection).
+int64_t output_gate_width(const ModelConfig& model);
+// attended [B, T, H * D] times gate [B, T, width] (sigmoid already applied), each gate over its head's D
+// (headwise) or its element (elementwise).
+torch::Tensor apply_output_gate(const torch::Tensor& attended, const torch::Tensor& gate, int64_t heads);
+
+// Whether Hugging Face transformers' GPTNeoXForCausalLM loads the checkpoint and computes the same function
+// (vanilla, sink tokens: ordinary embedding rows); the other modes change attention in a way it does not have.
+bool loads_in_transformers(SinkMode mode);
 
 // The extra softmax column a mode adds to every head, the one contract every attention path takes (the
 // reference softmax below, SDPA's folded form in model/attention.cpp, the fused CPU kernel of
@@ -77,15 +97,15 @@ SinkColumn sink_column(const ModelConfig& model, const std::vector<torch::Tensor
 // token model (it was trained with that many), else 4 (StreamingLLM's choice for vanilla models).
 int64_t default_cache_sinks(const ModelConfig& model);
 
-// Whether attention has the extra sink column (softmax1, logit).
+// Whether attention has the extra sink column (softmax1, logit, kv).
 bool has_sink_column(SinkMode mode);
 
 // Where a model's sink sits, for measuring the attention it receives (`sinklm analyze`, training probes):
-// on its sink tokens (token), in the extra column (softmax1, logit), or, for a vanilla model, wherever
-// training put it: the first position is the only candidate every query sees.
+// on its sink tokens (token), in the extra column (softmax1, logit, kv), or, for a vanilla or gated model,
+// wherever training put it: the first position is the only candidate every query sees.
 enum class SinkSite { FirstPosition, Tokens, Column };
 SinkSite sink_site(SinkMode mode);
-const char* sink_site_name(SinkSite site);  // "position 0", "sink token", "sink logit"
+const char* sink_site_name(SinkSite site);  // "position 0", "sink token", "sink column"
 // probs: [..., Tq, Tk] attention probabilities with the sink column dropped (model/attention_probe.h), the
 // sequence starting with sink_prefix(). Returns [..., Tq]: each query's mass on the sink.
 torch::Tensor sink_attention_mass(const ModelConfig& model, const torch::Tensor& probs);

@@ -89,9 +89,6 @@ class RelativeStreamCache : public StreamCache {
 
   torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                        const SinkColumn& sink) override {
-    // The column's logit is the same for every query here; a key or value of its own is not implemented in
-    // this cache (the literal reference takes every form).
-    SINKLM_ASSERT(!sink.has_key_value(), "relative stream cache: a sink column with a key or value");
     const int64_t T = q.size(1);
     if (plan_.count != T || plan_.first != stream_length_) plan_ = make_plan(T);
     const auto& p = plan_;
@@ -108,10 +105,13 @@ class RelativeStreamCache : public StreamCache {
                               torch::matmul(q_recent, ring_k.transpose(1, 2)),   // [H, T, capacity]
                               torch::matmul(q_recent, k_new.transpose(1, 2))}, -1);  // [H, T, T]
     scores = scores.to(torch::kFloat32) / std::sqrt(static_cast<double>(head_dim_)) + p.bias;
-    auto probs = softmax_with_sink(scores, sink).to(dt);  // [H, T, sinks_held + capacity + T]
+    // A sink column's key meets the query where the literal reference puts it: at the sinks' position.
+    auto probs32 = softmax_with_sink(scores, sink, q_sinks);  // [H, T, sinks_held + capacity + T]
+    auto probs = probs32.to(dt);
     // probs · [sink_v; ring_v; v] without concatenating the stored values (a copy of the whole cache).
     const int64_t capacity = ring_v.size(1);
     auto out = torch::matmul(probs.narrow(-1, p.sinks_held + capacity, T), v_new).to(torch::kFloat32);  // [H, T, D]
+    if (auto from_sink = sink_value_output(probs32, sink); from_sink.defined()) out = out + from_sink;
     if (p.sinks_held > 0) out = out + torch::matmul(probs.narrow(-1, 0, p.sinks_held), sink_v).to(torch::kFloat32);
     if (capacity > 0) out = out + torch::matmul(probs.narrow(-1, p.sinks_held, capacity), ring_v).to(torch::kFloat32);
     store(layer, k_new, v_new);
@@ -252,7 +252,8 @@ class RelativeStreamCache : public StreamCache {
 // before attending: a decoding token at t sees the sinks 0..min(S, t+1)-1 and the ring, which after the store
 // holds exactly the R most recent positions up to t (the entry it overwrites, t - R, is one the query must not
 // see). Under the cache rule past W - 1 the query takes two positions: t against the ring, W - 1 against the
-// sinks; both rotations come from one product, and the two score blocks are softmaxed together. Every product
+// sinks (and against a sink column's key); both rotations come from one product, and the two score blocks
+// are softmaxed together. Every product
 // has one query row per stream and head; serve/cache_attention_kernel.h runs them and the store.
 class RelativeDecodeBatch : public DecodeBatch {
  public:
@@ -311,7 +312,8 @@ class RelativeDecodeBatch : public DecodeBatch {
     auto at_t = rotary_matrix(cos, sin, D);
     key_rotation_ = at_t.to(device);
     const int64_t W = S + R;
-    queries_ = c0->rule_ == PositionRule::Cache && S > 0 && latest >= W - 1 ? 2 : 1;
+    // Without sinks the second row still serves a sink column's key (softmax_with_sink in attend()).
+    queries_ = c0->rule_ == PositionRule::Cache && latest >= W - 1 ? 2 : 1;
     torch::Tensor query = at_t;
     if (queries_ == 2) {
       std::tie(cos, sin) = c0->rotary_.cos_sin(t.clamp_max(W - 1));
@@ -333,7 +335,6 @@ class RelativeDecodeBatch : public DecodeBatch {
 
   torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                        const SinkColumn& sink) override {
-    SINKLM_ASSERT(!sink.has_key_value(), "decode batch: a sink column with a key or value");
     const auto* c0 = caches_[0];
     torch::Tensor run_k, run_v;  // [m, H, S + capacity, D]
     if (c0->pool_) {
@@ -349,7 +350,12 @@ class RelativeDecodeBatch : public DecodeBatch {
     if (!dense_) queries = torch::zeros({m, H, queries_, D}, queries.options()).index_copy_(0, rows_, queries);
     auto scores = cached_key_scores(queries, run_k, c0->policy_->sinks());  // [m, H, 1, width] float32
     if (bias_.defined()) scores.add_(bias_);
-    auto out = cached_value_mix(softmax_with_sink(scores, sink), run_v);  // [m, H, 1, D] float32
+    // A sink column's key meets the query rotation of the sinks' position (the last row), unscaled.
+    const auto column_query =
+        sink.key.defined() ? queries.narrow(2, queries_ - 1, 1) * std::sqrt(static_cast<double>(D)) : torch::Tensor();
+    auto probs = softmax_with_sink(scores, sink, column_query);  // [m, H, 1, width]
+    auto out = cached_value_mix(probs, run_v);                  // [m, H, 1, D] float32
+    if (auto from_sink = sink_value_output(probs, sink); from_sink.defined()) out = out + from_sink;
     return dense_ ? out : out.index_select(0, rows_);  // [n, H, 1, D]
   }
 

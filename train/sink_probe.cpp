@@ -33,16 +33,27 @@ SinkProbe::SinkProbe(const ModelConfig& model, const std::string& shard_dir, int
     sequences_.emplace_back(batch.begin() + s * tokens_, batch.begin() + (s + 1) * tokens_);
 }
 
+namespace {
+
+// [L, H] float64 -> per layer, the mean over heads.
+std::vector<double> layer_means(const torch::Tensor& per_head) {
+  const torch::Tensor m = per_head.mean(1).contiguous();  // [L]
+  return std::vector<double>(m.data_ptr<double>(), m.data_ptr<double>() + m.numel());
+}
+
+}  // namespace
+
 nlohmann::json SinkProbe::measure(GPTNeoXForCausalLM& model, int64_t steps_done) const {
   const auto start = std::chrono::steady_clock::now();
   const AttentionMass mass = measure_attention_mass(model, sequences_, /*first=*/0, /*map_tokens=*/0);
-  const torch::Tensor per_layer = mass.sink.mean(1).contiguous();  // [L]: mean over heads
   const double sink_1 = (mass.key0 > kEpsilon).to(torch::kFloat64).mean().item<double>();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return {{"step", steps_done},
-          {"sink_mass", std::vector<double>(per_layer.data_ptr<double>(), per_layer.data_ptr<double>() + per_layer.numel())},
-          {"sink_1", sink_1},
-          {"sink_probe_s", seconds}};
+  nlohmann::json out = {{"step", steps_done}, {"sink_mass", layer_means(mass.sink)}, {"sink_1", sink_1}};
+  if (mass.gate_mean.defined()) {
+    out["gate_mean"] = layer_means(mass.gate_mean);
+    out["gate_dormant"] = layer_means(mass.gate_dormant);
+  }
+  out["sink_probe_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
 }
 
 }  // namespace sinklm

@@ -11,7 +11,8 @@
 //   sink_1        Gu et al.'s Sink_1^eps (ICLR 2025, arXiv 2410.10781): the fraction of (layer, head) pairs
 //                 whose alpha_0 > eps = 0.3, alpha_0 being the mean attention key 0 (the first position: the
 //                 sink token of a `token` model, else the first text token) receives from all T queries.
-// Record: {"step", "sink_mass": [L], "sink_1", "sink_probe_s"} (seconds spent measuring).
+// Record: {"step", "sink_mass": [L], "sink_1", "gate_mean"?: [L], "gate_dormant"?: [L] (gated models; per layer
+// the mean over heads of eval/attention_analysis.h's gate statistics), "sink_probe_s"} (seconds spent measuring).
 #pragma once
 #include <nlohmann/json.hpp>
 #include <torch/types.h>

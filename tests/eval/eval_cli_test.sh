@@ -96,7 +96,7 @@ expect "empty held-out splits are an error" 2 "yield no proxy task documents" --
 expect "analyze a token-sink model" 0 "\| layer \| mean mass on sink token" -- \
   "$bin" analyze --checkpoint "$work/sink" --text "$src/README.md" --out "$work/an" --tokens 64 --segments 2
 "$bin" init --config "$src/configs/tiny.yaml" --out "$work/logit" "${small[@]}" --set model.sink.mode=logit >/dev/null || exit 1
-expect "analyze a sink-logit model reports the implicit sink" 0 "\| layer \| mean mass on sink logit \| largest head \| head \| mean mass on position 0 \|" -- \
+expect "analyze a sink-logit model reports the implicit sink" 0 "\| layer \| mean mass on sink column \| largest head \| head \| mean mass on position 0 \|" -- \
   "$bin" analyze --checkpoint "$work/logit" --text "$src/README.md" --out "$work/an-logit" --tokens 32 --segments 1
 expect "heads.json of a logit model has implicit_sink" 0 '"implicit_sink"' -- cat "$work/an-logit/heads.json"
 expect "analyze a vanilla model: the sink is position 0" 0 "\| layer \| mean mass on position 0 \| largest head \| head \|$" -- \

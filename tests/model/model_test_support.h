@@ -29,13 +29,15 @@ inline std::vector<std::string> sink_mode_names() {
   return names;
 }
 
-// Sink parameters (e.g. the learned logit) drawn far from their zero init, so a test of a learned column
-// does not pass because the column happens to equal another mode's constant one (logit 0 is softmax1).
+// Sink parameters (e.g. the learned logit) and output gates drawn far from their init, so a test of a
+// learned column does not pass because the column happens to equal another mode's constant one (logit 0 is
+// softmax1), nor a gated model because its gates all sit near sigmoid(0).
 inline void randomize_sink_parameters(GPTNeoXForCausalLM& model, uint64_t seed = 17) {
   torch::NoGradGuard no_grad;
   torch::manual_seed(seed);
   for (auto& item : model->named_parameters())
-    if (is_sink_parameter(item.key())) item.value().copy_(torch::randn(item.value().sizes()) * 1.5);
+    if (is_sink_parameter(item.key()) || item.key().find(".attention.gate.") != std::string::npos)
+      item.value().copy_(torch::randn(item.value().sizes()) * 1.5);
 }
 
 inline torch::Tensor random_ids(int64_t batch, int64_t length, int64_t vocab, uint64_t seed = 5) {

@@ -20,11 +20,12 @@ struct Case {
   const char* name;
   int64_t B, T, H, D, rotary_dims;
   bool per_row_positions;  // cos/sin [B, T, R] (rows at different offsets) instead of [T, R]
-  int sink;                // 0 none, 1 zero logit (softmax1), 2 learned logit
+  int sink;                // 0 none, 1 zero logit (softmax1), 2 learned logit, 3 learned logit, key and value
 };
 
 struct Inputs {
-  torch::Tensor qkv, cos, sin, sink_logit, upstream;
+  torch::Tensor qkv, cos, sin, upstream;
+  SinkColumn sink;
 };
 
 Inputs make_inputs(const Case& c) {
@@ -34,30 +35,35 @@ Inputs make_inputs(const Case& c) {
   auto positions = torch::arange(c.T, torch::kInt64);
   if (c.per_row_positions) positions = positions.unsqueeze(0) + torch::arange(c.B, torch::kInt64).unsqueeze(1) * 1000;
   std::tie(in.cos, in.sin) = RotaryEmbedding(c.rotary_dims, 10000).cos_sin(positions);
-  if (c.sink == 1) in.sink_logit = torch::zeros({c.H});
-  if (c.sink == 2) in.sink_logit = (torch::randn({c.H}) * 2).requires_grad_(true);
+  if (c.sink == 1) in.sink.logit = torch::zeros({c.H});
+  if (c.sink >= 2) in.sink.logit = (torch::randn({c.H}) * 2).requires_grad_(true);
+  if (c.sink == 3) {
+    in.sink.key = (torch::randn({c.H, c.D}) * 1.5).requires_grad_(true);
+    in.sink.value = torch::randn({c.H, c.D}).requires_grad_(true);
+  }
   in.upstream = torch::randn({c.B, c.T, c.H * c.D});
   return in;
 }
 
-// Output and the gradients of qkv (and of a learned sink logit) under `upstream`.
+// Output and the gradients of qkv (and of the learned parts of the sink column) under `upstream`.
 std::vector<torch::Tensor> run(const Inputs& in, const std::function<torch::Tensor(const Inputs&)>& attention) {
   auto out = attention(in);
   std::vector<torch::Tensor> wrt{in.qkv};
-  if (in.sink_logit.defined() && in.sink_logit.requires_grad()) wrt.push_back(in.sink_logit);
+  for (const auto* t : {&in.sink.logit, &in.sink.key, &in.sink.value})
+    if (t->defined() && t->requires_grad()) wrt.push_back(*t);
   auto grads = torch::autograd::grad({(out * in.upstream).sum()}, wrt);
   grads.insert(grads.begin(), out.detach());
   return grads;
 }
 
-torch::Tensor fused(const Inputs& in) { return packed_qkv_attention(in.qkv, in.cos, in.sin, SinkColumn{in.sink_logit}); }
+torch::Tensor fused(const Inputs& in) { return packed_qkv_attention(in.qkv, in.cos, in.sin, in.sink); }
 
 torch::Tensor split_reference(const Inputs& in) {
   const int64_t B = in.qkv.size(0), T = in.qkv.size(1), H = in.qkv.size(2), D = in.qkv.size(3) / 3;
   auto heads = in.qkv.permute({0, 2, 1, 3});  // [B, H, T, 3D]
   auto q = apply_rotary(heads.narrow(-1, 0, D), in.cos, in.sin);
   auto k = apply_rotary(heads.narrow(-1, D, D), in.cos, in.sin);
-  auto out = causal_attention(q, k, heads.narrow(-1, 2 * D, D), SinkColumn{in.sink_logit}, AttentionImpl::Reference);
+  auto out = causal_attention(q, k, heads.narrow(-1, 2 * D, D), in.sink, AttentionImpl::Reference);
   return out.transpose(1, 2).reshape({B, T, H * D});
 }
 
@@ -70,10 +76,10 @@ class PackedQkvAttention : public ::testing::TestWithParam<Case> {
 
 TEST_P(PackedQkvAttention, MatchesSplitReferenceForwardAndBackward) {
   const Inputs in = make_inputs(GetParam());
-  ASSERT_TRUE(packed_qkv_attention_applies(in.qkv, SinkColumn{in.sink_logit}));
+  ASSERT_TRUE(packed_qkv_attention_applies(in.qkv));
   auto got = run(in, fused), expected = run(in, split_reference);
   ASSERT_EQ(got.size(), expected.size());
-  const char* what[] = {"output", "d qkv", "d sink_logit"};
+  const char* what[] = {"output", "d qkv", "d sink logit", "d sink key", "d sink value"};
   for (size_t i = 0; i < got.size(); ++i) EXPECT_LT(scaled_max_error(got[i], expected[i]), 2e-6) << what[i];
 }
 
@@ -93,17 +99,17 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Case{"head32_tails", 2, 37, 3, 32, 8, false, 0}, Case{"one_token", 1, 1, 2, 16, 16, false, 0},
                       Case{"head48_no_rotary_softmax1", 2, 21, 2, 48, 0, false, 1},
                       Case{"head64_logit_row_positions", 2, 70, 2, 64, 16, true, 2},
-                      Case{"long_rows_logit", 1, 300, 2, 32, 8, false, 2}),
+                      Case{"long_rows_logit", 1, 300, 2, 32, 8, false, 2},
+                      Case{"head32_key_value_row_positions", 2, 45, 3, 32, 8, true, 3},
+                      Case{"long_rows_key_value", 1, 300, 2, 64, 16, false, 3}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 TEST(PackedQkvAttentionApplies, OnlyToContiguousFloat32WithHeadSizeMultipleOf16) {
   if (!cpu_has_avx512f()) GTEST_SKIP() << "the kernel needs AVX-512";
-  EXPECT_TRUE(packed_qkv_attention_applies(torch::zeros({1, 4, 2, 96}), {}));
-  EXPECT_FALSE(packed_qkv_attention_applies(torch::zeros({1, 4, 2, 96}),                       // a learned entry
-                                            SinkColumn{torch::zeros({2}), torch::zeros({2, 32}), torch::zeros({2, 32})}));
-  EXPECT_FALSE(packed_qkv_attention_applies(torch::zeros({1, 4, 2, 24}), {}));                      // D = 8
-  EXPECT_FALSE(packed_qkv_attention_applies(torch::zeros({1, 4, 2, 96}, torch::kFloat64), {}));     // float64
-  EXPECT_FALSE(packed_qkv_attention_applies(torch::zeros({1, 2, 4, 96}).transpose(1, 2), {}));      // strided
+  EXPECT_TRUE(packed_qkv_attention_applies(torch::zeros({1, 4, 2, 96})));
+  EXPECT_FALSE(packed_qkv_attention_applies(torch::zeros({1, 4, 2, 24})));                      // D = 8
+  EXPECT_FALSE(packed_qkv_attention_applies(torch::zeros({1, 4, 2, 96}, torch::kFloat64)));     // float64
+  EXPECT_FALSE(packed_qkv_attention_applies(torch::zeros({1, 2, 4, 96}).transpose(1, 2)));      // strided
 }
 
 TEST(PackedQkvAttentionApplies, InferenceModeGivesTheSameOutput) {

@@ -1,5 +1,6 @@
 // The sink variants: the zero sink is exactly softmax-off-by-one and attending to an all-zero key and
-// value; a sink logit of -inf is vanilla; every sink parameter learns.
+// value; a sink logit of -inf is vanilla; a kv sink at zero is the zero sink; an open gate is vanilla and an
+// elementwise gate that repeats a headwise one is that one; every sink parameter learns.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -127,6 +128,89 @@ TEST(LogitSink, EverySinkLogitReceivesGradient) {
     EXPECT_GT(p.value().grad().abs().min().item<float>(), 0.0f) << p.key() << " has a head with zero gradient";
   }
   EXPECT_EQ(found, 2);  // one [H] tensor per layer
+}
+
+// Copies every parameter `from` has into `to` (same names), leaving `to`'s own (mode-specific) ones.
+void copy_shared_parameters(GPTNeoXForCausalLM& from, GPTNeoXForCausalLM& to) {
+  torch::NoGradGuard no_grad;
+  auto params = to->named_parameters();
+  for (const auto& p : from->named_parameters())
+    if (params.contains(p.key())) params[p.key()].copy_(p.value());
+}
+
+TEST(KeyValueSink, ZeroInitIsTheZeroSinkAndNormalInitIsNot) {
+  for (const char* impl : {"reference", "fast"}) {
+    const std::string attention = std::string("model.attention=") + impl;
+    GPTNeoXForCausalLM softmax1(ModelConfig::from(tiny_config("softmax1", {attention})));
+    GPTNeoXForCausalLM kv(ModelConfig::from(tiny_config("kv", {attention})));
+    GPTNeoXForCausalLM kv_normal(ModelConfig::from(tiny_config("kv", {attention, "model.sink.kv_init=normal"})));
+    copy_shared_parameters(softmax1, kv);
+    copy_shared_parameters(softmax1, kv_normal);
+    torch::NoGradGuard no_grad;
+    auto ids = random_ids(2, 12, 60);
+    auto expected = softmax1->forward(ids);
+    EXPECT_TRUE(torch::allclose(kv->forward(ids), expected, 1e-5, 1e-5)) << impl;
+    EXPECT_GT((kv_normal->forward(ids) - expected).abs().max().item<float>(), 1e-4) << impl;
+  }
+}
+
+TEST(KeyValueSink, EverySinkKeyAndValueReceivesGradient) {
+  GPTNeoXForCausalLM model(ModelConfig::from(tiny_config("kv", {"model.sink.kv_init=normal"})));
+  auto ids = random_ids(2, 10, 60);
+  auto logits = model->forward(ids);
+  torch::nn::functional::cross_entropy(logits.narrow(1, 0, 9).reshape({-1, 64}), ids.narrow(1, 1, 9).reshape(-1)).backward();
+  int found = 0;
+  for (const auto& p : model->named_parameters()) {
+    if (!is_sink_parameter(p.key())) continue;
+    ++found;
+    ASSERT_TRUE(p.value().grad().defined()) << p.key();
+    EXPECT_GT(p.value().grad().abs().amax(1).min().item<float>(), 0.0f) << p.key() << " has a head with zero gradient";
+  }
+  EXPECT_EQ(found, 4);  // a key and a value [H, D] per layer
+}
+
+TEST(GatedAttention, AnOpenGateIsVanilla) {
+  for (const char* gate : {"headwise", "elementwise"}) {
+    GPTNeoXForCausalLM vanilla(ModelConfig::from(tiny_config("none")));
+    GPTNeoXForCausalLM gated(ModelConfig::from(tiny_config("gated", {std::string("model.sink.gate=") + gate})));
+    copy_shared_parameters(vanilla, gated);
+    torch::NoGradGuard no_grad;
+    for (auto& p : gated->named_parameters())
+      if (p.key().find(".attention.gate.") != std::string::npos) p.value().fill_(p.key().find("bias") != std::string::npos ? 1e4 : 0);
+    auto ids = random_ids(2, 12, 60);
+    EXPECT_TRUE(torch::allclose(gated->forward(ids), vanilla->forward(ids), 1e-6, 1e-6)) << gate;
+  }
+}
+
+TEST(GatedAttention, ElementwiseGateRepeatingAHeadwiseOneIsThatOne) {
+  ModelConfig headwise_config = ModelConfig::from(tiny_config("gated"));
+  GPTNeoXForCausalLM headwise(headwise_config);
+  GPTNeoXForCausalLM elementwise(ModelConfig::from(tiny_config("gated", {"model.sink.gate=elementwise"})));
+  testing_support::randomize_sink_parameters(headwise);
+  const int64_t D = headwise_config.head_dim();
+  torch::NoGradGuard no_grad;
+  auto params = elementwise->named_parameters();
+  for (const auto& p : headwise->named_parameters()) {
+    if (p.key().find(".attention.gate.") == std::string::npos) params[p.key()].copy_(p.value());
+    else params[p.key()].copy_(p.value().repeat_interleave(D, 0));  // [H, C] -> [H * D, C]: head h's rows
+  }
+  EXPECT_EQ(output_gate_width(headwise_config), 4);
+  auto ids = random_ids(2, 12, 60);
+  auto a = headwise->forward(ids), b = elementwise->forward(ids);
+  EXPECT_TRUE(torch::allclose(a, b, 1e-5, 1e-5)) << (a - b).abs().max();
+  EXPECT_GT((a - GPTNeoXForCausalLM(headwise_config)->forward(ids)).abs().max().item<float>(), 1e-3);  // the gates matter
+}
+
+TEST(GatedAttention, GateStartsNearOneHalfAndLearns) {
+  GPTNeoXForCausalLM model(ModelConfig::from(tiny_config("gated")));
+  auto params = model->named_parameters();
+  const auto bias = params["gpt_neox.layers.0.attention.gate.bias"], weight = params["gpt_neox.layers.0.attention.gate.weight"];
+  EXPECT_EQ(bias.abs().max().item<float>(), 0.0f);  // sigmoid(0) = 0.5 plus the input's small-init spread
+  EXPECT_GT(weight.std().item<float>(), 0.0f);
+  auto ids = random_ids(2, 10, 60);
+  torch::nn::functional::cross_entropy(model->forward(ids).narrow(1, 0, 9).reshape({-1, 64}), ids.narrow(1, 1, 9).reshape(-1))
+      .backward();
+  EXPECT_GT(weight.grad().abs().amax(1).min().item<float>(), 0.0f) << "a head's gate gets no gradient";
 }
 
 TEST(TokenSink, SinkRowsLiveInsideThePaddedVocabularyAndLearn) {

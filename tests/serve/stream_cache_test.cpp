@@ -100,7 +100,8 @@ TEST(StreamCache, RelativeRotationEqualsLiteralReferenceOver5000Tokens) {
   EXPECT_LE(relative_error(prefilled, reference), 1e-4);
 }
 
-// Every sink variant, both position rules, window and sink_window: fast chunked == literal.
+// Every sink variant, both position rules, window and sink_window: fast chunked (prefill) and token by token
+// (the decode kernel) == literal.
 TEST(StreamCache, RelativeEqualsLiteralForEveryModeAndPositionRule) {
   for (const std::string& mode : testing_support::sink_mode_names()) {
     auto model = random_tiny_model(mode, {"model.rotary_base=300"});
@@ -111,10 +112,14 @@ TEST(StreamCache, RelativeEqualsLiteralForEveryModeAndPositionRule) {
       for (int64_t sinks : {0, 2}) {
         auto policy = policy_of("sink_window", 24, sinks, c);
         DecoderStream fast(policy, rule, KeyRotation::Relative, c, torch::kCPU);
+        DecoderStream decoding(policy, rule, KeyRotation::Relative, c, torch::kCPU);
         DecoderStream literal(policy, rule, KeyRotation::Literal, c, torch::kCPU);
         auto a = stream_logits(decoder, fast, ids, 33);
         auto b = stream_logits(decoder, literal, ids, 1);
+        auto d = stream_logits(decoder, decoding, ids, 1);
         EXPECT_LE(relative_error(a, b), 1e-4) << mode << " " << position_rule_name(rule) << " sinks " << sinks;
+        EXPECT_LE(relative_error(d, b), 1e-4) << mode << " " << position_rule_name(rule) << " sinks " << sinks
+                                              << ", token by token";
         EXPECT_EQ(fast.entries(), 24);
         EXPECT_EQ(literal.entries(), 24);
       }
