@@ -111,6 +111,67 @@ def sink_mass_table(sources):
     print()
 
 
+SINK_SITE = {"token": "sink token", "softmax1": "sink column", "logit": "sink column", "kv": "sink column",
+             "none": "position 0", "gated": "position 0"}  # model/sink.h: sink_site
+
+
+def layer_means(heads, key):
+    """Per layer, the mean over heads of heads.json's `key` (None when the model has no such value)."""
+    if key not in heads["layers"][0]["heads"][0]:
+        return None
+    return [sum(h[key] for h in layer["heads"]) / len(layer["heads"]) for layer in heads["layers"]]
+
+
+def tokens_per_s(records):
+    """Mean training throughput over the logged steps after the first (which includes the warm-up)."""
+    rates = [r["tokens_per_s"] for r in records if "tokens_per_s" in r][1:]
+    return sum(rates) / len(rates) if rates else None
+
+
+def variants_table(s):
+    """One row per variant of a source: where its sink sits and how much attention it takes, its gates, what
+    evicting it costs, its loss and what it costs to train."""
+    print(f"Every variant on the {s.label} source (W = {s.window}). Sink mass: `sinklm analyze`, mean over heads "
+          "of the attention queries in the second half of each held-out segment put on the variant's own sink "
+          "(its sink token; the extra softmax column for the zero sink, sink logit and K/V sink; position 0 for "
+          "vanilla and gated). Gates (gated only): mean gate and the fraction of (token, head) gates below 0.1, "
+          "per layer. Perplexity through a W-entry cache as in Table 3; dense = the full cache. Validation loss: "
+          "the last evaluation in training. Training speed: mean tokens/s over the logged steps, relative to the "
+          "vanilla model of the same source.
+")
+    print("| model | sink on | sink mass per layer | gate mean / dormant per layer | 0+W | 1+(W-1) | 4+(W-4) | "
+          "0+W ÷ 1+(W-1) | dense | validation loss | training speed |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    vanilla = next((tokens_per_s(s.metrics(r)) for r in s.runs if s.mode(r) == "none"), None)
+    for run in s.runs:
+        heads = load(os.path.join(s.dir, f"analyze-{run}", "heads.json"))
+        summary = load(os.path.join(s.dir, f"stream-{run}.json"))
+        full = load(os.path.join(s.dir, f"stream-{run}-full.json"))
+        if not heads or not summary:
+            continue
+        mode = heads["sink_mode"]
+        key = {"token": "sink_token", "none": None, "gated": None}.get(mode, "implicit_sink")
+        mass = layer_means(heads, key) if key else [  # vanilla, gated: position 0
+            sum(h["first_positions"][0] for h in layer["heads"]) / len(layer["heads"]) for layer in heads["layers"]]
+        gate_mean, dormant = layer_means(heads, "gate_mean"), layer_means(heads, "gate_dormant")
+        gates = " / ".join(f"{g:.2f}·{d:.2f}" for g, d in zip(gate_mean, dormant)) if gate_mean else "-"
+        ppl = {r["config"]: r["ppl"] for r in summary["runs"]}
+        w = s.window
+        cells = [ppl.get(f"0+{w}"), ppl.get(f"1+{w - 1}"), ppl.get(f"4+{w - 4}")]
+        text = [f"{v:.2f}" if v else "-" for v in cells]
+        ratio = f"{cells[0] / cells[1]:.2f}x" if cells[0] and cells[1] else "-"
+        dense = f"{full['runs'][0]['ppl']:.2f}" if full else "-"
+        val = [r["val_loss"] for r in s.metrics(run) if "val_loss" in r]
+        speed = tokens_per_s(s.metrics(run))
+        relative = f"{speed / vanilla:.2f}x" if speed and vanilla else "-"
+        print(f"| {run} ({mode}) | {SINK_SITE.get(mode, '?')} | " + " / ".join(f"{m:.3f}" for m in mass) +
+              f" | {gates} | " + " | ".join(text) + f" | {ratio} | {dense} | " +
+              (f"{val[-1]:.4f}" if val else "-") + f" | {relative} |")
+    print("
+*Gate cells: mean gate·fraction below 0.1, layer 0 / layer 1 / ...*
+")
+
+
 def onset_plot(s, path):
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharex=True)
     for i, run in enumerate(s.runs):
@@ -254,6 +315,9 @@ def main(argv):
     print("## Attention sinks: Table 3 on both sources\n")
     table3(sources)
     sink_mass_table(sources)
+    print("## The variants side by side\n")
+    for s in sources:
+        variants_table(s)
     print("## Sink onset during training\n")
     for s in sources:
         png = f"sink_onset-{s.label}.png"
