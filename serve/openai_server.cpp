@@ -18,7 +18,8 @@
 namespace sinklm {
 namespace {
 
-using json = nlohmann::json;
+// Objects keep their keys in insertion order: top_logprobs lists the most likely alternative first.
+using json = nlohmann::ordered_json;
 
 const char* error_type(int status) {
   if (status == 401) return "authentication_error";
