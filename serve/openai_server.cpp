@@ -9,6 +9,7 @@
 #include <deque>
 #include <nlohmann/json.hpp>
 
+#include "serve/api_key.h"
 #include "serve/chat_page.h"
 #include "serve/completion_request.h"
 #include "serve/generation_worker.h"
@@ -118,6 +119,7 @@ json usage_of(const Job& job, const std::vector<int64_t>& completion_tokens) {
 
 struct OpenAiServer::Impl {
   ServerOptions options;
+  const ApiKey api_key;
   CachedDecoder& decoder;
   const TextCodec& codec;
   SessionStore& sessions;
@@ -128,7 +130,8 @@ struct OpenAiServer::Impl {
   const std::unique_ptr<KvCachePolicy> policy;  // every session's (the model card, K/V entries of a session)
 
   Impl(ServerOptions o, CachedDecoder& d, const TextCodec& c, SessionStore& s)
-      : options(std::move(o)), decoder(d), codec(c), sessions(s), worker(d, options.prefill_chunk, metrics),
+      : options(std::move(o)), api_key(options.api_key), decoder(d), codec(c), sessions(s),
+        worker(d, options.prefill_chunk, metrics),
         policy(make_cache_policy(s.settings().cache, d.config())) {
     http.new_task_queue = [threads = options.http_threads] { return new httplib::ThreadPool(threads); };
     http.set_payload_max_length(options.max_body_bytes);
@@ -207,7 +210,7 @@ struct OpenAiServer::Impl {
   template <typename Body>
   void guard(const httplib::Request& req, httplib::Response& res, Body body) {
     try {
-      if (!options.api_key.empty() && req.get_header_value("Authorization") != "Bearer " + options.api_key)
+      if (!api_key.accepts(req.get_header_value("Authorization")))
         throw RequestError(401, "invalid_api_key", "missing or wrong API key: send 'Authorization: Bearer <key>'");
       body();
     } catch (const RequestError& e) {
