@@ -32,15 +32,14 @@ std::vector<int64_t> Generation::next_chunk(int64_t preferred) const {
 
 TokenLogprob Generation::score(const torch::Tensor& row, int64_t id) const {
   auto logprobs = torch::log_softmax(row.reshape({-1}).to(torch::kCPU, torch::kFloat32), 0);  // [V]
+  const auto values = logprobs.accessor<float, 1>();
   TokenLogprob out;
   out.id = id;
-  out.logprob = logprobs[id].item<double>();
-  if (request_.logprobs > 0) {
-    // Alternatives among the tokens a client can receive (the log-probs themselves stay over the whole vocabulary).
-    const auto sampleable = logprobs.narrow(0, 0, sampler_.allowed_vocab());
-    auto [values, ids] = sampleable.topk(std::min<int64_t>(request_.logprobs, sampleable.size(0)));
-    for (int64_t i = 0; i < values.size(0); ++i) out.top.emplace_back(ids[i].item<int64_t>(), values[i].item<double>());
-  }
+  out.logprob = values[id];
+  // Alternatives among the tokens a client can receive (the log-probs themselves stay over the whole
+  // vocabulary), in the sampler's own order: a greedy token heads its list.
+  for (int64_t alternative : sampler_.most_likely(row, request_.logprobs))
+    out.top.emplace_back(alternative, values[alternative]);
   return out;
 }
 

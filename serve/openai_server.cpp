@@ -9,16 +9,19 @@
 #include <deque>
 #include <nlohmann/json.hpp>
 
+#include "serve/api_key.h"
 #include "serve/chat_page.h"
 #include "serve/completion_request.h"
 #include "serve/generation_worker.h"
 #include "serve/request_error.h"
 #include "serve/server_metrics.h"
+#include "serve/token_names.h"
 
 namespace sinklm {
 namespace {
 
-using json = nlohmann::json;
+// Objects keep their keys in insertion order: top_logprobs lists the most likely alternative first.
+using json = nlohmann::ordered_json;
 
 const char* error_type(int status) {
   if (status == 401) return "authentication_error";
@@ -116,6 +119,7 @@ json usage_of(const Job& job, const std::vector<int64_t>& completion_tokens) {
 
 struct OpenAiServer::Impl {
   ServerOptions options;
+  const ApiKey api_key;
   CachedDecoder& decoder;
   const TextCodec& codec;
   SessionStore& sessions;
@@ -126,7 +130,8 @@ struct OpenAiServer::Impl {
   const std::unique_ptr<KvCachePolicy> policy;  // every session's (the model card, K/V entries of a session)
 
   Impl(ServerOptions o, CachedDecoder& d, const TextCodec& c, SessionStore& s)
-      : options(std::move(o)), decoder(d), codec(c), sessions(s), worker(d, options.prefill_chunk, metrics),
+      : options(std::move(o)), api_key(options.api_key), decoder(d), codec(c), sessions(s),
+        worker(d, options.prefill_chunk, metrics),
         policy(make_cache_policy(s.settings().cache, d.config())) {
     http.new_task_queue = [threads = options.http_threads] { return new httplib::ThreadPool(threads); };
     http.set_payload_max_length(options.max_body_bytes);
@@ -205,7 +210,7 @@ struct OpenAiServer::Impl {
   template <typename Body>
   void guard(const httplib::Request& req, httplib::Response& res, Body body) {
     try {
-      if (!options.api_key.empty() && req.get_header_value("Authorization") != "Bearer " + options.api_key)
+      if (!api_key.accepts(req.get_header_value("Authorization")))
         throw RequestError(401, "invalid_api_key", "missing or wrong API key: send 'Authorization: Bearer <key>'");
       body();
     } catch (const RequestError& e) {
@@ -246,9 +251,17 @@ struct OpenAiServer::Impl {
     return p.ids;
   }
 
-  // A token as text in logprobs: its decoded bytes, or <|token_N|> for ids without text (sinks, padding).
-  std::string token_text(int64_t id) const {
-    return id < codec.vocab_size() ? codec.decode({id}) : str("<|token_", id, "|>");
+  // A reported token's bytes. Every id in logprobs decodes: prompt ids are checked against the vocabulary
+  // (prompt_ids), sinks come before the echoed part, and neither sampling nor the alternatives leave the
+  // sampleable ids.
+  std::string token_bytes(int64_t id) const { return codec.decode({id}); }
+
+  // The names of an entry's alternatives, then of its token (token_names.h).
+  std::vector<std::string> names_of(const TokenLogprob& e) const {
+    std::vector<std::pair<int64_t, std::string>> tokens;
+    for (const auto& [id, lp] : e.top) tokens.emplace_back(id, token_bytes(id));
+    tokens.emplace_back(e.id, token_bytes(e.id));
+    return position_names(tokens);
   }
 
   // Tokenizes the prompts, takes each choice's stream (the session's, or a new one) and hands the
@@ -340,30 +353,31 @@ struct OpenAiServer::Impl {
   json completion_logprobs(const std::vector<TokenLogprob>& entries, int64_t offset) const {
     json tokens = json::array(), values = json::array(), tops = json::array(), offsets = json::array();
     for (const auto& e : entries) {
-      const std::string text = token_text(e.id);
-      tokens.push_back(text);
+      const auto names = names_of(e);
+      tokens.push_back(names.back());
       values.push_back(e.scored ? json(e.logprob) : json());
       json top = e.scored ? json::object() : json();
-      for (const auto& [id, lp] : e.top) top[token_text(id)] = lp;
+      for (size_t i = 0; i < e.top.size(); ++i) top[names[i]] = e.top[i].second;
       tops.push_back(top);
       offsets.push_back(offset);
-      offset += text.size();
+      offset += token_bytes(e.id).size();  // offsets count the text's bytes, not the names'
     }
     return {{"tokens", tokens}, {"token_logprobs", values}, {"top_logprobs", tops}, {"text_offset", offsets}};
   }
 
   // The chat API's logprobs object: {"content": [{token, logprob, bytes, top_logprobs: [...]}]}.
+  // Names as in completions; `bytes` gives every token's bytes, as OpenAI's do.
   json chat_logprobs(const std::vector<TokenLogprob>& entries) const {
-    auto item = [&](int64_t id, double lp) {
-      const std::string text = token_text(id);
+    auto item = [&](const std::string& name, int64_t id, double lp) {
       json bytes = json::array();
-      for (unsigned char b : text) bytes.push_back(static_cast<int>(b));
-      return json{{"token", text}, {"logprob", lp}, {"bytes", bytes}};
+      for (unsigned char b : token_bytes(id)) bytes.push_back(static_cast<int>(b));
+      return json{{"token", name}, {"logprob", lp}, {"bytes", bytes}};
     };
     json content = json::array();
     for (const auto& e : entries) {
-      json entry = item(e.id, e.logprob), top = json::array();
-      for (const auto& [id, lp] : e.top) top.push_back(item(id, lp));
+      const auto names = names_of(e);
+      json entry = item(names.back(), e.id, e.logprob), top = json::array();
+      for (size_t i = 0; i < e.top.size(); ++i) top.push_back(item(names[i], e.top[i].first, e.top[i].second));
       entry["top_logprobs"] = top;
       content.push_back(entry);
     }
@@ -508,7 +522,7 @@ struct OpenAiServer::Impl {
             const bool first = !progress->started[i];
             events += "data: " + dump(chunk_json(*job, c, d, first, progress->text_offset[i])) + "\n\n";
             progress->started[i] = true;
-            for (const auto& e : d.logprobs) progress->text_offset[i] += token_text(e.id).size();
+            for (const auto& e : d.logprobs) progress->text_offset[i] += token_bytes(e.id).size();
             progress->completion_tokens[i] = d.completion_tokens;
           }
           if (done) {

@@ -17,6 +17,7 @@
 // Chat template for plain language models: every message becomes "<Role>: <content>\n" (System, User,
 // Assistant), then "Assistant:" prompts the reply; "\nUser:" is always a stop string.
 // Every bad request gets a 4xx with {"error": {"message", "type", "param", "code"}}; others keep being served.
+// With an API key, /v1/* requires `Authorization: Bearer <key>` (serve/api_key.h).
 #pragma once
 #include <memory>
 #include <string>

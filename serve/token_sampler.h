@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <random>
+#include <vector>
 
 namespace sinklm {
 
@@ -20,9 +21,14 @@ class TokenSampler {
  public:
   TokenSampler(const SamplingParams& params, int64_t allowed_vocab);
   int64_t next(const torch::Tensor& logits);  // logits: [V] (any leading dims of size 1)
+  // The k most likely pickable ids, most likely first, equal logits in id order. Greedy decoding takes the
+  // first, so a greedy token always heads its own list of alternatives.
+  std::vector<int64_t> most_likely(const torch::Tensor& logits, int64_t k) const;
   int64_t allowed_vocab() const { return allowed_vocab_; }  // ids [0, allowed_vocab) can be picked
 
  private:
+  torch::Tensor pickable(const torch::Tensor& logits) const;  // [allowed_vocab] float64 on the CPU
+
   SamplingParams params_;
   int64_t allowed_vocab_;
   std::mt19937_64 random_;

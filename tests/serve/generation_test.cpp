@@ -21,6 +21,20 @@ TEST(TokenSampler, GreedyTopKAndTopPPickTheArgmaxAndNeverASink) {
   EXPECT_NE(user_error_of([] { TokenSampler({1.0, 0, 0.0}, 3); }).find("top_p"), std::string::npos);
 }
 
+// Ties rank in id order, the greedy pick first: topk alone may order equal logits either way, and a float32
+// log-softmax can round near-equal logits to one value.
+TEST(TokenSampler, MostLikelyRanksTiesInIdOrderWithTheGreedyPickFirst) {
+  auto logits = torch::tensor({1.0f, 3.0f, 0.5f, 3.0f, 2.0f, 3.0f, 9.0f});  // id 6 outside the allowed 6
+  TokenSampler greedy({0.0}, 6);
+  EXPECT_EQ(greedy.most_likely(logits, 2), (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(greedy.most_likely(logits, 4), (std::vector<int64_t>{1, 3, 5, 4}));
+  EXPECT_EQ(greedy.most_likely(logits, 20), (std::vector<int64_t>{1, 3, 5, 4, 0, 2}));
+  EXPECT_TRUE(greedy.most_likely(logits, 0).empty());
+  EXPECT_EQ(greedy.next(logits), 1);
+  auto many_ties = torch::zeros({1000});  // all equal: the first ids, whatever topk's internal order
+  EXPECT_EQ(TokenSampler({0.0}, 1000).most_likely(many_ties, 3), (std::vector<int64_t>{0, 1, 2}));
+}
+
 TEST(TokenSampler, TemperatureSamplingFollowsTheDistributionAndTheSeed) {
   auto logits = torch::tensor({0.0f, std::log(3.0f)});  // p = 0.25, 0.75
   TokenSampler a({1.0, 0, 1.0, 42}, 2), b({1.0, 0, 1.0, 42}, 2);
@@ -237,6 +251,23 @@ TEST(Generation, TopLogprobsListOnlySampleableTokens) {
       EXPECT_LT(token.top[i].first, 260) << "alternative " << i;
       if (i > 0) EXPECT_LE(token.top[i].second, token.top[i - 1].second);
     }
+  }
+}
+
+// Greedy: each sampled token is the first of its own alternatives, with its own log-prob.
+TEST(Generation, AGreedyTokenHeadsItsOwnAlternatives) {
+  ByteModel m;
+  GenerationRequest request = echo_request(m, "naïve café", 8, 3);
+  request.sampling.temperature = 0;
+  Collected out;
+  auto stream = m.stream();
+  const auto got = run_scored(m, stream, request, 4, out);
+  const size_t first_sampled = request.prompt.size() - 1;  // the echo covers prompt[1..], its first unscored
+  ASSERT_GT(got.size(), first_sampled);
+  for (size_t i = first_sampled; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].top.size(), 3u) << i;
+    EXPECT_EQ(got[i].top[0].first, got[i].id) << i;
+    EXPECT_EQ(got[i].top[0].second, got[i].logprob) << i;
   }
 }
 

@@ -136,6 +136,13 @@ MALFORMED = [
     ("unknown route", "/v1/nothing", [], "{}", 404, None),
     ("wrong method", "/v1/models", ["-X", "DELETE"], None, 404, None),
     ("missing API key", "/v1/models", ["NOAUTH"], None, 401, None),
+    ("wrong API key", "/v1/models", ["NOAUTH", "-H", "Authorization: Bearer wrong"], None, 401, None),
+    ("a prefix of the API key", "/v1/models", ["NOAUTH", "-H", f"Authorization: Bearer {KEY[:-1]}"], None, 401, None),
+    ("the API key and more", "/v1/models", ["NOAUTH", "-H", f"Authorization: Bearer {KEY}x"], None, 401, None),
+    ("API key without Bearer", "/v1/models", ["NOAUTH", "-H", f"Authorization: {KEY}"], None, 401, None),
+    ("API key in X-Api-Key", "/v1/models", ["NOAUTH", "-H", f"X-Api-Key: {KEY}"], None, 401, None),
+    ("API key in api-key", "/v1/models", ["NOAUTH", "-H", f"api-key: {KEY}"], None, 401, None),
+    ("API key in the query", f"/v1/models?api_key={KEY}", ["NOAUTH"], None, 401, None),
 ]
 
 
@@ -236,6 +243,13 @@ def run_checks(checkpoint, sessions_dir):
             check(False, "a wrong API key is refused")
         except openai.AuthenticationError as e:
             check(e.status_code == 401, "a wrong API key gets 401")
+        code, body = curl(base, "-H", f"X-Api-Key: {KEY}", base + "/v1/models")
+        error = error_of(body) or {}
+        check(code == 401 and error.get("type") == "authentication_error" and error.get("code") == "invalid_api_key"
+              and "Authorization: Bearer" in error.get("message", ""),
+              f"the key in another header: 401, an OpenAI-style error naming the one accepted form: {body}")
+        code, _ = curl(base, "-H", f"Authorization: Bearer {KEY}", base + "/v1/models")
+        check(code == 200, "the right key as a bearer token: 200")
         for bad, name in [(dict(max_tokens=1000), "max_tokens over the limit"),
                           (dict(max_tokens=5, temperature="hot"), "temperature of the wrong type"),
                           (dict(max_tokens=5, extra_body={"session": "sess_nope"}), "unknown session")]:
