@@ -82,8 +82,9 @@ int score_tasks(const Args& args) {
   for (const ZeroShotTask& task : loaded_tasks) {
     std::vector<LoglikelihoodRequest> requests;
     for (const auto& doc : task.docs) requests.insert(requests.end(), doc.requests.begin(), doc.requests.end());
-    std::cerr << "[eval] " << task.name << ": " << task.docs.size() << " documents, " << requests.size()
-              << " requests\n";
+    const std::string variant = task_variant(task.name).label;
+    std::cerr << "[eval] " << task.name << (variant.empty() ? "" : " (" + variant + ")") << ": " << task.docs.size()
+              << " documents, " << requests.size() << " requests\n";
     std::vector<ContinuationScore> flat = scorer.score(requests);
     const auto windowed =
         std::count_if(flat.begin(), flat.end(), [](const ContinuationScore& s) { return s.windows > 1; });
@@ -155,15 +156,16 @@ int run_eval_command(const std::vector<std::string>& argv) {
             "       sinklm eval build-tasks --corpus DIR --out DIR   (proxy tasks from held-out text)",
             with_flags(
                 {{"tasks", "LIST",
-                  "comma-separated task names, or all: the six official sets shipped with sinklm (with --data: "
-                  "every known task with a file there)"},
+                  "comma-separated task names, or all: the seven official sets shipped with sinklm, hellaswag in "
+                  "llama.cpp's text form (with --data: every known task with a file there)"},
                  {"data", "DIR",
-                  "score <task>.jsonl files (Hugging Face field names) from DIR instead of the shipped official "
-                  "sets; needed for hellaswag and the proxy_* tasks (sinklm eval build-tasks)"},
+                  "score <task>.jsonl files (Hugging Face field names; hellaswag.txt in llama.cpp's text form) "
+                  "from DIR instead of the shipped official sets; needed for the proxy_* tasks (sinklm eval "
+                  "build-tasks)"},
                  {"out", "FILE", "write results JSON (with per-document outcomes) here and the table beside it (.md)"},
                  {"limit", "N",
-                  "first N documents of each task (default all), for quick runs: all six official sets take "
-                  "minutes even for a tiny model (README, Evaluation)"},
+                  "first N documents of each task (default all), for quick runs: all seven official sets take "
+                  "minutes even for a tiny model (docs/evaluation.md, Cost)"},
                  {"batch", "N", "requests per forward pass (default 16); results do not depend on it"},
                  {"samples", "FILE", "write per-document log-probs and predictions (JSONL)"},
                  {"compare", "RUN_A",

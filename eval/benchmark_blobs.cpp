@@ -5,28 +5,30 @@
 #include "eval/benchmark_blobs.h"
 
 #ifndef SINKLM_BENCHMARK_DIR
-#error "SINKLM_BENCHMARK_DIR must name the directory of the .jsonl.gz files (CMakeLists.txt sets it)"
+#error "SINKLM_BENCHMARK_DIR must name the directory of the .gz files (CMakeLists.txt sets it)"
 #endif
 
-// Hidden globals, so the C++ declarations below bind to these labels whatever the code model.
-#define SINKLM_EMBED(task)                                                    \
+// <task><extension>.gz (task_file_name + ".gz"). Hidden globals, so the C++ declarations below bind to these
+// labels whatever the code model.
+#define SINKLM_EMBED(task, extension)                                         \
   __asm__(".pushsection .rodata\n"                                            \
           ".global sinklm_benchmark_" #task "_begin\n"                        \
           ".hidden sinklm_benchmark_" #task "_begin\n"                        \
           ".global sinklm_benchmark_" #task "_end\n"                          \
           ".hidden sinklm_benchmark_" #task "_end\n"                          \
           "sinklm_benchmark_" #task "_begin:\n"                               \
-          ".incbin \"" SINKLM_BENCHMARK_DIR "/" #task ".jsonl.gz\"\n"         \
+          ".incbin \"" SINKLM_BENCHMARK_DIR "/" #task extension ".gz\"\n"     \
           "sinklm_benchmark_" #task "_end:\n"                                 \
           ".popsection\n");                                                   \
   extern "C" const char sinklm_benchmark_##task##_begin[], sinklm_benchmark_##task##_end[];
 
-SINKLM_EMBED(arc_challenge)
-SINKLM_EMBED(arc_easy)
-SINKLM_EMBED(lambada_openai)
-SINKLM_EMBED(openbookqa)
-SINKLM_EMBED(piqa)
-SINKLM_EMBED(winogrande)
+SINKLM_EMBED(arc_challenge, ".jsonl")
+SINKLM_EMBED(arc_easy, ".jsonl")
+SINKLM_EMBED(hellaswag, ".txt")
+SINKLM_EMBED(lambada_openai, ".jsonl")
+SINKLM_EMBED(openbookqa, ".jsonl")
+SINKLM_EMBED(piqa, ".jsonl")
+SINKLM_EMBED(winogrande, ".jsonl")
 
 namespace sinklm {
 
@@ -37,8 +39,9 @@ std::string_view embedded_benchmark(const std::string& task) {
     const char* end;
   };
 #define SINKLM_BLOB(task) {#task, sinklm_benchmark_##task##_begin, sinklm_benchmark_##task##_end}
-  static const Blob blobs[] = {SINKLM_BLOB(arc_challenge), SINKLM_BLOB(arc_easy), SINKLM_BLOB(lambada_openai),
-                               SINKLM_BLOB(openbookqa),    SINKLM_BLOB(piqa),     SINKLM_BLOB(winogrande)};
+  static const Blob blobs[] = {SINKLM_BLOB(arc_challenge),  SINKLM_BLOB(arc_easy),   SINKLM_BLOB(hellaswag),
+                               SINKLM_BLOB(lambada_openai), SINKLM_BLOB(openbookqa), SINKLM_BLOB(piqa),
+                               SINKLM_BLOB(winogrande)};
 #undef SINKLM_BLOB
   for (const Blob& blob : blobs)
     if (task == blob.task) return {blob.begin, static_cast<size_t>(blob.end - blob.begin)};

@@ -6,7 +6,7 @@
 
 namespace sinklm {
 
-// The embedded <task>.jsonl.gz; empty for a task with no embedded file.
+// The embedded <task>.jsonl.gz (hellaswag: hellaswag.txt.gz); empty for a task with no embedded file.
 std::string_view embedded_benchmark(const std::string& task);
 
 }  // namespace sinklm

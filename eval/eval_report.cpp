@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "eval/benchmark_data.h"
 #include "eval/paired_comparison.h"
+#include "eval/task_formats.h"
 
 namespace sinklm {
 namespace {
@@ -38,7 +39,11 @@ std::string signed_shown(const std::string& metric, double value) {
   return s[0] == '-' ? s : "+" + s;
 }
 
-std::string task_label(const MetricResult& r) { return r.proxy ? r.task + " *(proxy)*" : r.task; }
+// The task, and what its data is when that is not lm-eval's: proxy, or a variant (eval/task_formats.h).
+std::string task_label(const MetricResult& r) {
+  const std::string variant = task_variant(r.task).label;
+  return r.task + (r.proxy ? " *(proxy)*" : "") + (variant.empty() ? "" : " *(" + variant + ")*");
+}
 std::string metric_label(const std::string& metric) { return metric + (is_accuracy(metric) ? " (%)" : ""); }
 
 // Where the documents came from; an official set scored with --limit says so.
@@ -52,11 +57,18 @@ std::string data_label(const MetricResult& r) {
 
 std::string notes(const std::vector<MetricResult>& results) {
   bool proxy = false, official = false;
+  std::vector<std::string> variants;  // one note per variant label, in the order the tasks come
   for (const auto& r : results) {
     proxy |= r.proxy;
     official |= r.official;
+    const TaskVariant variant = task_variant(r.task);
+    if (variant.label.empty()) continue;
+    const std::string note = "\n*" + variant.label + "*: " + variant.note + "\n";
+    if (std::find(variants.begin(), variants.end(), note) == variants.end()) variants.push_back(note);
   }
-  return std::string(official ? kOfficialNote : "") + (proxy ? kProxyNote : "");
+  std::string out = std::string(official ? kOfficialNote : "") + (proxy ? kProxyNote : "");
+  for (const auto& note : variants) out += note;
+  return out;
 }
 
 bool all_numbers(const nlohmann::json& j) {

@@ -7,7 +7,8 @@
 // (per_document and the two before it are optional when read: older files lack them and cannot be paired.)
 // Accuracies are fractions in the file and percentages in the tables. Every table says where each task's
 // documents came from: official (the verified split shipped with sinklm), proxy (derived from sinklm's
-// held-out corpus) or --data (the user's files).
+// held-out corpus) or --data (the user's files), and labels a task whose text is not what lm-eval scores under
+// its name (hellaswag: llama.cpp text form, eval/task_formats.h: task_variant).
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>

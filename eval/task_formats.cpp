@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/sha256.h"
+#include "eval/hellaswag_text.h"
 
 namespace fs = std::filesystem;
 
@@ -77,15 +78,6 @@ std::string capitalize(const std::string& s) {
   return out;
 }
 
-// Multiple choice with a shared context; continuation = " " + choice (lm-eval's target_delimiter).
-TaskDocument multiple_choice(const std::string& context, const std::vector<std::string>& choices, int gold) {
-  TaskDocument doc;
-  for (const auto& choice : choices) doc.requests.push_back({context, " " + choice});
-  doc.choices = choices;
-  doc.gold = gold;
-  return doc;
-}
-
 int label_index(const std::vector<std::string>& labels, const std::string& key, const Origin& at) {
   auto it = std::find(labels.begin(), labels.end(), key);
   if (it == labels.end()) fail(at.file, ":", at.line, ": answerKey '", key, "' is not one of choices.label");
@@ -112,8 +104,8 @@ TaskDocument openbookqa_document(const Json& j, const Origin& at) {
   return multiple_choice(text_field(j, "question_stem", at), texts, label_index(labels, key, at));
 }
 
-// HellaSwag: query = preprocess(activity_label + ": " + ctx_a + " " + ctx_b.capitalize()),
-// choices = preprocess(ending).
+// HellaSwag's Hugging Face layout (proxy_hellaswag): query = preprocess(activity_label + ": " + ctx_a + " " +
+// ctx_b.capitalize()), choices = preprocess(ending).
 TaskDocument hellaswag_document(const Json& j, const Origin& at) {
   std::string ctx = text_field(j, "ctx_a", at) + " " + capitalize(text_field(j, "ctx_b", at));
   std::string query = hellaswag_preprocess(text_field(j, "activity_label", at) + ": " + ctx);
@@ -163,30 +155,76 @@ TaskDocument lambada_document(const Json& j, const Origin& at) {
   return doc;
 }
 
+// The first `limit` documents (0 = all) of a task file's text; errors name origin:line.
+using DocumentReader =
+    std::function<std::vector<TaskDocument>(const std::string& text, const std::string& origin, int64_t limit)>;
+
+// JSONL: one document per non-blank line, made into requests by `parse`.
+DocumentReader jsonl(std::function<TaskDocument(const Json&, const Origin&)> parse) {
+  return [parse](const std::string& text, const std::string& origin, int64_t limit) {
+    std::vector<TaskDocument> docs;
+    std::istringstream in(text);
+    size_t line_number = 0;
+    for (std::string line; std::getline(in, line);) {
+      ++line_number;
+      if (strip(line).empty()) continue;
+      if (limit > 0 && static_cast<int64_t>(docs.size()) >= limit) break;
+      Json doc;
+      try {
+        doc = Json::parse(line);
+      } catch (const Json::exception& e) {
+        fail(origin, ":", line_number, ": not a JSON line: ", e.what());
+      }
+      docs.push_back(parse(doc, Origin{origin, line_number}));
+    }
+    return docs;
+  };
+}
+
 struct TaskFormat {
   const char* name;
   TaskScoring scoring;
   bool proxy;
-  std::function<TaskDocument(const Json&, const Origin&)> parse;
+  const char* extension;  // of the task's file: <task><extension>
+  const char* layout;     // what that file holds, for errors
+  DocumentReader read;
+  TaskVariant variant;
 };
+
+const char* const kJsonl = ".jsonl";
+const char* const kHuggingFace = "one JSON object per line, with the Hugging Face datasets field names";
 
 const std::vector<TaskFormat>& task_formats() {
   static const std::vector<TaskFormat> formats = {
-      {"arc_challenge", TaskScoring::MultipleChoice, false, arc_document},
-      {"arc_easy", TaskScoring::MultipleChoice, false, arc_document},
-      {"hellaswag", TaskScoring::MultipleChoice, false, hellaswag_document},
-      {"lambada_openai", TaskScoring::LastWord, false, lambada_document},
-      {"openbookqa", TaskScoring::MultipleChoice, false, openbookqa_document},
-      {"piqa", TaskScoring::MultipleChoice, false, piqa_document},
-      {"winogrande", TaskScoring::PartialScoring, false, winogrande_document},
-      {"proxy_lambada", TaskScoring::LastWord, true, lambada_document},
-      {"proxy_hellaswag", TaskScoring::MultipleChoice, true, hellaswag_document},
-      {"proxy_definitions", TaskScoring::MultipleChoice, true, arc_document},
+      {"arc_challenge", TaskScoring::MultipleChoice, false, kJsonl, kHuggingFace, jsonl(arc_document)},
+      {"arc_easy", TaskScoring::MultipleChoice, false, kJsonl, kHuggingFace, jsonl(arc_document)},
+      {"hellaswag", TaskScoring::MultipleChoice, false, ".txt",
+       "llama.cpp's HellaSwag text form, 6 lines per item: context, gold label 0-3, four endings",
+       read_hellaswag_text,
+       {"llama.cpp text form",
+        "HellaSwag as llama.cpp's `perplexity --hellaswag` reads it (shipped: the 10,042 official validation "
+        "items); its text is cleaned differently from lm-eval's hellaswag preprocessing, so scores are close to "
+        "lm-eval's, not identical (docs/evaluation.md)."}},
+      {"lambada_openai", TaskScoring::LastWord, false, kJsonl, kHuggingFace, jsonl(lambada_document)},
+      {"openbookqa", TaskScoring::MultipleChoice, false, kJsonl, kHuggingFace, jsonl(openbookqa_document)},
+      {"piqa", TaskScoring::MultipleChoice, false, kJsonl, kHuggingFace, jsonl(piqa_document)},
+      {"winogrande", TaskScoring::PartialScoring, false, kJsonl, kHuggingFace, jsonl(winogrande_document)},
+      {"proxy_lambada", TaskScoring::LastWord, true, kJsonl, kHuggingFace, jsonl(lambada_document)},
+      {"proxy_hellaswag", TaskScoring::MultipleChoice, true, kJsonl, kHuggingFace, jsonl(hellaswag_document)},
+      {"proxy_definitions", TaskScoring::MultipleChoice, true, kJsonl, kHuggingFace, jsonl(arc_document)},
   };
   return formats;
 }
 
 }  // namespace
+
+TaskDocument multiple_choice(const std::string& context, const std::vector<std::string>& choices, int gold) {
+  TaskDocument doc;
+  for (const auto& choice : choices) doc.requests.push_back({context, " " + choice});
+  doc.choices = choices;
+  doc.gold = gold;
+  return doc;
+}
 
 std::string hellaswag_preprocess(const std::string& text) {
   std::string s = replace_all(strip(text), " [title]", ". ");
@@ -213,19 +251,32 @@ const std::vector<std::string>& known_task_names() {
   return names;
 }
 
-std::string task_file(const std::string& data_dir, const std::string& task) {
-  return (fs::path(data_dir) / (task + ".jsonl")).string();
-}
-
 namespace {
+
+// nullptr for a name sinklm does not know.
+const TaskFormat* find_format(const std::string& task) {
+  auto it = std::find_if(task_formats().begin(), task_formats().end(),
+                         [&](const TaskFormat& f) { return task == f.name; });
+  return it == task_formats().end() ? nullptr : &*it;
+}
 
 const TaskFormat& format_of(const std::string& task) {
   require_known_task(task);
-  return *std::find_if(task_formats().begin(), task_formats().end(),
-                       [&](const TaskFormat& f) { return task == f.name; });
+  return *find_format(task);
 }
 
 }  // namespace
+
+std::string task_file_name(const std::string& task) { return task + format_of(task).extension; }
+
+std::string task_file(const std::string& data_dir, const std::string& task) {
+  return (fs::path(data_dir) / task_file_name(task)).string();
+}
+
+TaskVariant task_variant(const std::string& task) {
+  const TaskFormat* format = find_format(task);
+  return format ? format->variant : TaskVariant{};
+}
 
 void require_known_task(const std::string& task) {
   const auto& names = known_task_names();
@@ -236,10 +287,10 @@ void require_known_task(const std::string& task) {
 }
 
 ZeroShotTask load_task(const std::string& task, const std::string& data_dir, int64_t limit) {
-  format_of(task);  // an unknown name is reported as such, not as a missing file
+  const TaskFormat& format = format_of(task);  // an unknown name is reported as such, not as a missing file
   const std::string file = task_file(data_dir, task);
   std::ifstream in(file, std::ios::binary);
-  if (!in) fail(file, ": cannot open task file (expected <data>/", task, ".jsonl in the Hugging Face format)");
+  if (!in) fail(file, ": cannot open task file (expected <data>/", task_file_name(task), ": ", format.layout, ")");
   std::ostringstream text;
   text << in.rdbuf();
   return parse_task(task, text.str(), file, limit);
@@ -249,20 +300,7 @@ ZeroShotTask parse_task(const std::string& task, const std::string& text, const 
   const TaskFormat& format = format_of(task);
   ZeroShotTask out{task, origin, format.scoring, format.proxy};
   out.data_sha256 = sha256_bytes(text.data(), text.size());
-  std::istringstream in(text);
-  size_t line_number = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++line_number;
-    if (strip(line).empty()) continue;
-    if (limit > 0 && static_cast<int64_t>(out.docs.size()) >= limit) break;
-    Json doc;
-    try {
-      doc = Json::parse(line);
-    } catch (const Json::exception& e) {
-      fail(origin, ":", line_number, ": not a JSON line: ", e.what());
-    }
-    out.docs.push_back(format.parse(doc, Origin{origin, line_number}));
-  }
+  out.docs = format.read(text, origin, limit);
   if (out.docs.empty()) fail(origin, ": no documents");
   return out;
 }

@@ -4,13 +4,15 @@
 // Files: <data>/<task>.jsonl (or the official sets shipped with sinklm, eval/benchmark_data.h), one document
 // per line with the Hugging Face datasets field names:
 //   arc_challenge, arc_easy   {"id", "question", "choices": {"text": [..], "label": [..]}, "answerKey"}
-//   hellaswag                 {"activity_label", "ctx_a", "ctx_b", "endings": [4], "label": "0".."3", ...}
 //   lambada_openai            {"text"}
 //   openbookqa                {"id", "question_stem", "choices": {"text", "label"}, "answerKey"}
 //   piqa                      {"goal", "sol1", "sol2", "label": 0|1}
 //   winogrande                {"sentence" (one "_"), "option1", "option2", "answer": "1"|"2"}
+// except hellaswag: <data>/hellaswag.txt in llama.cpp's text form, six lines per item (eval/hellaswag_text.h);
 // and the proxies written by `sinklm eval build-tasks` (eval/proxy_tasks.h):
-//   proxy_lambada (lambada format), proxy_hellaswag (hellaswag format), proxy_definitions (ARC format).
+//   proxy_lambada (lambada format), proxy_definitions (ARC format), proxy_hellaswag (HellaSwag's Hugging Face
+//   layout {"activity_label", "ctx_a", "ctx_b", "endings": [4], "label": "0".."3", ...}, with lm-eval's
+//   hellaswag preprocessing).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -35,6 +37,10 @@ struct TaskDocument {
   int gold = 0;                                // index of the correct request
 };
 
+// MultipleChoice with a shared context: one request per choice, continuation = " " + choice (lm-eval's
+// target_delimiter).
+TaskDocument multiple_choice(const std::string& context, const std::vector<std::string>& choices, int gold);
+
 struct ZeroShotTask {
   std::string name;
   std::string file;
@@ -47,17 +53,27 @@ struct ZeroShotTask {
 
 // Every task name `--tasks` accepts, official first.
 const std::vector<std::string>& known_task_names();
+// <task>.jsonl, or hellaswag.txt: the name of the task's file in a --data directory.
+std::string task_file_name(const std::string& task);
 std::string task_file(const std::string& data_dir, const std::string& task);
+
+// A task whose documents are not the text lm-eval scores under that name (hellaswag: llama.cpp's text form),
+// labelled so in every table; both empty for every other task and for names sinklm does not know.
+struct TaskVariant {
+  std::string label;  // "llama.cpp text form"
+  std::string note;   // how the text differs, one sentence
+};
+TaskVariant task_variant(const std::string& task);
 
 // UserError listing the known tasks when `task` is not one.
 void require_known_task(const std::string& task);
 
-// The first `limit` documents (0 = all) of <data_dir>/<task>.jsonl. UserError naming file:line and field.
+// The first `limit` documents (0 = all) of task_file(data_dir, task). UserError naming file:line and field.
 ZeroShotTask load_task(const std::string& task, const std::string& data_dir, int64_t limit);
-// The same from JSONL `text` already in memory; `origin` names it in errors (origin:line).
+// The same from the file's `text` already in memory; `origin` names it in errors (origin:line).
 ZeroShotTask parse_task(const std::string& task, const std::string& text, const std::string& origin, int64_t limit);
 
-// lm-eval's HellaSwag text cleanup: strip, " [title]" -> ". ", drop "[...]" spans, "  " -> " ".
+// lm-eval's HellaSwag text cleanup (proxy_hellaswag): strip, " [title]" -> ". ", drop "[...]" spans, "  " -> " ".
 std::string hellaswag_preprocess(const std::string& text);
 
 }  // namespace sinklm

@@ -35,13 +35,18 @@ expect "--compare of a non-results file" 2 "not a sinklm eval results file" -- "
 mkdir -p "$work/bin" && cp "$bin" "$work/bin/sinklm"
 official() { (cd / && "$work/bin/sinklm" eval "$@"); }
 official --checkpoint "$work/vanilla" --tasks all --limit 3 --out "$work/off3.json" >"$work/off3.out" 2>&1
-expect "--tasks all without --data scores the six official sets" 0 "^6 tasks, 11 rows$" -- bash -c \
+expect "--tasks all without --data scores the seven official sets" 0 "^7 tasks, 13 rows$" -- bash -c \
   "rows=\$(grep '| official, first 3 of [0-9]* |\$' '$work/off3.out'); echo \$(cut -d'|' -f2 <<<\"\$rows\" | sort -u | wc -l) tasks, \$(wc -l <<<\"\$rows\") rows"
 expect "results JSON marks official tasks and keeps per-document outcomes" 0 '"per_document": \[[01],[01],[01]\]' -- \
   grep -A3 '"official": true' "$work/off3.json"
 expect "the table says what official means" 0 "^\*official\*: the published evaluation split" -- cat "$work/off3.md"
-expect "a task with no official copy asks for --data" 2 "hellaswag: sinklm ships no official copy.*give --data DIR" -- \
-  "$bin" eval --checkpoint "$work/vanilla" --tasks hellaswag
+expect "hellaswag is labelled as llama.cpp's text form" 0 \
+  "^\| hellaswag \*\(llama.cpp text form\)\* \| acc_norm \(%\) \| [0-9.]+ \| [0-9.]+ \| 3 \| official, first 3 of 10042 \|$" -- \
+  cat "$work/off3.md"
+expect "the table says what the llama.cpp text form is" 0 "^\*llama.cpp text form\*: HellaSwag as llama.cpp's" -- cat "$work/off3.md"
+expect "a task with no official copy asks for --data" 2 \
+  "proxy_hellaswag: sinklm ships no official copy.*give --data DIR holding proxy_hellaswag.jsonl" -- \
+  "$bin" eval --checkpoint "$work/vanilla" --tasks proxy_hellaswag
 "$py" - "$work/bin/sinklm" "$src/eval/benchmarks/piqa.jsonl.gz" "$work/bin/sinklm-damaged" <<'PY'
 import os, sys
 binary, blob = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read()

@@ -6,18 +6,21 @@ Python on Hugging Face transformers (eager attention) and `tokenizers`, on the s
 files, for a vanilla and a token-sink model:
   - per request log-probs agree (abs 2e-4), acc/acc_norm/acc of every fixture task and the proxy tasks are
     equal, LAMBADA perplexity agrees (rel 1e-4);
+  - the same on the first items of the shipped HellaSwag set (llama.cpp's text form, read here from
+    eval/benchmarks/hellaswag.txt.gz), per document too: `--tasks hellaswag --limit N` with no --data;
   - scores do not depend on --batch (1 vs 5: abs 1e-5);
   - continuations longer than the model's positions are scored in consecutive pieces, each after the ids
     right before it (abs 2e-4);
   - `sinklm analyze`'s per-head masses equal those from transformers' output_attentions (abs 1e-4).
 Exit code 77 (skipped) only when the reference packages cannot be imported.
 """
+import gzip
 import json
 import math
 import os
 import re
 
-from sinklm_test import check, finish, run_sinklm, skip, temp_dir
+from sinklm_test import SOURCE, check, finish, run_sinklm, skip, temp_dir
 
 try:
     import numpy as np
@@ -30,6 +33,17 @@ from eval_support import FIXTURES, load_hf, save_model, train_tokenizer, write_c
 
 
 # --- lm-eval task definitions, written again from its task YAMLs ---------------------------------------------
+
+def read_hellaswag_text(text):
+    """llama.cpp's HellaSwag text form (examples/perplexity/perplexity.cpp, hellaswag_score): six lines per
+    item, the context, the gold label and four endings."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    assert len(lines) % 6 == 0, f"{len(lines)} lines"
+    return [{"context": lines[i], "label": int(lines[i + 1]), "endings": lines[i + 2:i + 6]}
+            for i in range(0, len(lines), 6)]
+
 
 def hellaswag_preprocess(text):
     text = text.strip().replace(" [title]", ". ")
@@ -47,7 +61,9 @@ def requests_of(task, doc):
         choices = doc["choices"]["text"]
         gold = doc["choices"]["label"].index(doc["answerKey"].lstrip())
         return [(doc["question_stem"], " " + c) for c in choices], choices, gold, "mc"
-    if task in ("hellaswag", "proxy_hellaswag"):
+    if task == "hellaswag":  # llama.cpp's text form, each line as it is
+        return [(doc["context"], " " + e) for e in doc["endings"]], doc["endings"], doc["label"], "mc"
+    if task == "proxy_hellaswag":  # HellaSwag's Hugging Face layout, lm-eval's preprocessing
         query = hellaswag_preprocess(doc["activity_label"] + ": " + doc["ctx_a"] + " " + doc["ctx_b"].capitalize())
         choices = [hellaswag_preprocess(e) for e in doc["endings"]]
         return [(query, " " + c) for c in choices], choices, int(doc["label"]), "mc"
@@ -140,6 +156,18 @@ def read_jsonl(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
+def task_file(task):
+    return "hellaswag.txt" if task == "hellaswag" else task + ".jsonl"
+
+
+def read_task(data_dir, task):
+    path = os.path.join(data_dir, task_file(task))
+    if task == "hellaswag":
+        with open(path) as f:
+            return read_hellaswag_text(f.read())
+    return read_jsonl(path)
+
+
 def compare_eval(name, ref, checkpoint, data_dir, tasks, work):
     out, samples = os.path.join(work, f"{name}.json"), os.path.join(work, f"{name}.samples.jsonl")
     run_sinklm("eval", "--checkpoint", checkpoint, "--tasks", ",".join(tasks), "--data", data_dir, "--out", out,
@@ -147,7 +175,7 @@ def compare_eval(name, ref, checkpoint, data_dir, tasks, work):
     ours = {(r["task"], r["metric"]): r for r in json.load(open(out))["results"]}
     logged = read_jsonl(samples)
     for task in tasks:
-        docs = read_jsonl(os.path.join(data_dir, task + ".jsonl"))
+        docs = read_task(data_dir, task)
         metrics, lls = reference_metrics(ref, task, docs)
         our_lls = [np.array(s["logprobs"]) for s in logged if s["task"] == task]
         err = max(float(np.abs(a - b).max()) for a, b in zip(our_lls, lls))
@@ -159,6 +187,35 @@ def compare_eval(name, ref, checkpoint, data_dir, tasks, work):
             check(ok, f"{name} {task} {metric} = {value:.4f}", f"sinklm {got}")
         check(ours[(task, "acc")]["n"] == len(docs), f"{name} {task}: n = {len(docs)}")
     return logged
+
+
+def check_shipped_hellaswag(name, ref, checkpoint, work, limit=40):
+    """The first `limit` items of the shipped set, scored by sinklm from its embedded copy and here from the
+    source tree's file: log-probs, acc and acc_norm, and each document's two predictions."""
+    with gzip.open(os.path.join(SOURCE, "eval", "benchmarks", "hellaswag.txt.gz"), "rt", encoding="utf-8") as f:
+        items = read_hellaswag_text(f.read())
+    check(len(items) == 10042, "the shipped HellaSwag set has 10042 items", str(len(items)))
+    docs = items[:limit]
+    out, samples = os.path.join(work, f"{name}.hellaswag.json"), os.path.join(work, f"{name}.hellaswag.samples.jsonl")
+    run_sinklm("eval", "--checkpoint", checkpoint, "--tasks", "hellaswag", "--limit", str(limit), "--out", out,
+               "--samples", samples)
+    ours = {r["metric"]: r for r in json.load(open(out))["results"]}
+    logged = read_jsonl(samples)
+    metrics, lls = reference_metrics(ref, "hellaswag", docs)
+    err = max(float(np.abs(np.array(s["logprobs"]) - x).max()) for s, x in zip(logged, lls))
+    check(len(logged) == limit and err <= 2e-4, f"{name} shipped hellaswag: log-probs of {4 * limit} requests",
+          f"max abs diff {err:.2e}")
+    for metric, value in metrics.items():
+        got = ours.get(metric, {}).get("value")
+        check(got == value and ours[metric]["n"] == limit and ours[metric]["official"],
+              f"{name} shipped hellaswag {metric} = {value:.4f} on the first {limit} items", f"sinklm {got}")
+    # Each document's predictions: by summed log-prob, and by log-prob per character of the ending.
+    pred = [int(np.argmax(x)) for x in lls]
+    pred_norm = [int(np.argmax(x / np.array([float(len(e)) for e in d["endings"]]))) for x, d in zip(lls, docs)]
+    check([s["pred"] for s in logged] == pred and [s["pred_norm"] for s in logged] == pred_norm,
+          f"{name} shipped hellaswag: each document's acc and acc_norm prediction")
+    check(pred != pred_norm, f"{name} shipped hellaswag: acc and acc_norm disagree on some of the {limit} items "
+          "(so the acc_norm check above would see a missing normalisation)", f"{sum(a != b for a, b in zip(pred, pred_norm))}")
 
 
 def check_batch_invariance(checkpoint, data_dir, tasks, logged, work):
@@ -219,15 +276,17 @@ def check_analyze(ref, checkpoint, text_file, work):
 
 
 def main():
-    official = ["arc_challenge", "arc_easy", "hellaswag", "lambada_openai", "openbookqa", "piqa", "winogrande"]
-    proxies = ["proxy_lambada", "proxy_hellaswag", "proxy_definitions"]
+    # proxy_hellaswag's fixture is HellaSwag in its Hugging Face layout, with lm-eval's preprocessing cases.
+    fixtures = ["arc_challenge", "arc_easy", "hellaswag", "lambada_openai", "openbookqa", "piqa", "winogrande",
+                "proxy_hellaswag"]
+    proxies = ["proxy_lambada", "proxy_definitions"]
     with temp_dir("sinklm-eval-reference-") as work:
         tokenizer = os.path.join(work, "tokenizer.json")
         n_tokens = train_tokenizer(tokenizer)
         data = os.path.join(work, "data")
         os.makedirs(data)
-        for task in official:
-            with open(os.path.join(FIXTURES, task + ".jsonl")) as src, open(os.path.join(data, task + ".jsonl"), "w") as dst:
+        for task in fixtures:
+            with open(os.path.join(FIXTURES, task_file(task))) as src, open(os.path.join(data, task_file(task)), "w") as dst:
                 dst.write(src.read())
         tasks_dir = os.path.join(work, "proxy")
         run_sinklm("eval", "build-tasks", "--corpus", write_corpus(os.path.join(work, "corpus")), "--out", tasks_dir)
@@ -241,9 +300,10 @@ def main():
         for sink_mode, seed in (("none", 3), ("token", 4)):
             checkpoint = save_model(os.path.join(work, f"model-{sink_mode}"), tokenizer, n_tokens, sink_mode, seed)
             ref = Reference(checkpoint, tokenizer, [n_tokens] if sink_mode == "token" else [])
-            logged = compare_eval(sink_mode, ref, checkpoint, data, official + proxies, work)
+            logged = compare_eval(sink_mode, ref, checkpoint, data, fixtures + proxies, work)
+            check_shipped_hellaswag(sink_mode, ref, checkpoint, work)
             if sink_mode == "none":
-                check_batch_invariance(checkpoint, data, official + proxies, logged, work)
+                check_batch_invariance(checkpoint, data, fixtures + proxies, logged, work)
             check_windows(ref, checkpoint, data, work)
             check_analyze(ref, checkpoint, text_file, work)
     finish()

@@ -11,6 +11,7 @@
 #include "eval/png_image.h"
 #include "eval/task_formats.h"
 #include "eval/task_metrics.h"
+#include "tests/eval/eval_test_support.h"
 
 namespace fs = std::filesystem;
 using namespace sinklm;
@@ -19,12 +20,14 @@ namespace {
 
 const std::string kFixtures = SINKLM_EVAL_FIXTURES;
 
-std::string write_task(const std::string& task, const std::string& lines) {
+// A --data directory holding `task`'s file (task_file_name) with `text`.
+std::string write_task(const std::string& task, const std::string& text) {
   fs::path dir = fs::temp_directory_path() / ("sinklm-eval-unit-" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  std::ofstream(dir / (task + ".jsonl")) << lines;
+  std::ofstream(dir / task_file_name(task)) << text;
   return dir.string();
 }
+
 
 std::vector<ContinuationScore> scores(std::vector<double> lls) {
   std::vector<ContinuationScore> out;
@@ -49,8 +52,9 @@ TEST(TaskFormats, ArcContextAndChoicesFollowLmEval) {
 
 TEST(TaskFormats, LimitTakesTheFirstDocuments) { EXPECT_EQ(load_task("piqa", kFixtures, 2).docs.size(), 2u); }
 
+// proxy_hellaswag is in HellaSwag's Hugging Face layout, with lm-eval's hellaswag preprocessing.
 TEST(TaskFormats, HellaswagPreprocessingAndCapitalize) {
-  ZeroShotTask task = load_task("hellaswag", kFixtures, 0);
+  ZeroShotTask task = load_task("proxy_hellaswag", kFixtures, 0);
   // ctx_b "She THEN" is capitalize()d to "She then".
   EXPECT_EQ(task.docs[1].requests[0].context, "Baking cookies: A woman mixes flour and sugar in a bowl. She then");
   EXPECT_EQ(task.docs[1].choices[0], "pours the batter onto a tray and bakes it.");
@@ -59,6 +63,41 @@ TEST(TaskFormats, HellaswagPreprocessingAndCapitalize) {
   EXPECT_EQ(task.docs[2].choices[0], " Push a finger into the soil to feel whether it is dry.");
   EXPECT_EQ(task.docs[0].gold, 3);
   EXPECT_EQ(hellaswag_preprocess("  a [x\ny] b  "), "a [x\ny] b");
+}
+
+// hellaswag is llama.cpp's text form: each line as it is, context -> " " + ending.
+TEST(TaskFormats, HellaswagTextFormIsSixLinesPerItem) {
+  ZeroShotTask task = load_task("hellaswag", kFixtures, 0);
+  EXPECT_EQ(task.file, kFixtures + "/hellaswag.txt");
+  EXPECT_EQ(task.scoring, TaskScoring::MultipleChoice);
+  ASSERT_EQ(task.docs.size(), 4u);
+  const TaskDocument& d = task.docs[1];
+  EXPECT_EQ(d.requests.size(), 4u);
+  EXPECT_EQ(d.requests[2].context, "Baking cookies: A woman mixes flour and sugar in a bowl. She THEN");
+  EXPECT_EQ(d.requests[0].continuation, " pours the batter onto a tray and bakes it.");
+  EXPECT_EQ(d.choices[3], "reads a newspaper on the sofa.");
+  EXPECT_EQ(task.docs[0].gold, 3);
+  EXPECT_EQ(task.docs[0].requests[0].continuation, " , the man adds wax to the windshield and cuts it.");
+  EXPECT_EQ(load_task("hellaswag", kFixtures, 3).docs.size(), 3u);
+  EXPECT_EQ(task_variant("hellaswag").label, "llama.cpp text form");
+  EXPECT_EQ(task_variant("piqa").label, "");
+}
+
+TEST(TaskFormats, HellaswagTextErrorsNameFileAndLine) {
+  const std::string item = "Ctx: a man\n1\nruns.\nsits.\njumps.\nsleeps.\n";
+  auto error = [](const std::string& text) {
+    return user_error([&] { load_task("hellaswag", write_task("hellaswag", text), 0); });
+  };
+  EXPECT_NE(error(item + "Ctx: b\n2\nx.\n").find("hellaswag.txt:9: the text ends inside an item, after 3 of its 6 lines"),
+            std::string::npos)
+      << error(item + "Ctx: b\n2\nx.\n");
+  EXPECT_NE(error("Ctx: a\n4\nx\ny\nz\nw\n").find("hellaswag.txt:2: '4' is not a gold label 0-3 (llama.cpp's"),
+            std::string::npos);
+  EXPECT_NE(error(item + "Ctx: b\n0\nx\n\ny\nz\n").find("hellaswag.txt:10: empty ending 1"), std::string::npos);
+  EXPECT_NE(error("").find("no documents"), std::string::npos);
+  EXPECT_NE(user_error([] { load_task("hellaswag", "/nonexistent", 0); })
+                .find("/nonexistent/hellaswag.txt: cannot open task file (expected <data>/hellaswag.txt: llama.cpp's"),
+            std::string::npos);
 }
 
 TEST(TaskFormats, WinograndeIsPartialScoring) {

@@ -7,6 +7,8 @@ builder, and its HFLM on a local transformers checkpoint with our tokenizer.json
 acc / acc_norm and LAMBADA perplexity (rel 1e-4), and the same log-likelihood for every request (abs 2e-4),
 on the same vanilla checkpoint. (A token-sink model needs
 its sink id before every context, which HFLM has no option for; eval_reference_test.py covers it.)
+lm-eval's hellaswag YAML scores the proxy_hellaswag fixture, HellaSwag in its Hugging Face layout; sinklm's
+`hellaswag` is llama.cpp's text form, for which lm-eval has no task (eval_reference_test.py covers it).
 Exit code 77 (skipped) when lm_eval cannot be imported by this Python.
 """
 import json
@@ -28,7 +30,7 @@ from eval_support import FIXTURES, save_model, train_tokenizer  # noqa: E402
 TASKS = {  # our task name -> lm-eval's YAML (relative to lm_eval/tasks) and the split it evaluates
     "arc_easy": ("arc/arc_easy.yaml", "test"),
     "arc_challenge": ("arc/arc_challenge.yaml", "test"),
-    "hellaswag": ("hellaswag/hellaswag.yaml", "validation"),
+    "proxy_hellaswag": ("hellaswag/hellaswag.yaml", "validation"),
     "lambada_openai": ("lambada/lambada_openai.yaml", "test"),
     "openbookqa": ("openbookqa/openbookqa.yaml", "test"),
     "piqa": ("piqa/piqa.yaml", "validation"),
