@@ -137,8 +137,7 @@ def variants_table(s):
           "vanilla and gated). Gates (gated only): mean gate and the fraction of (token, head) gates below 0.1, "
           "per layer. Perplexity through a W-entry cache as in Table 3; dense = the full cache. Validation loss: "
           "the last evaluation in training. Training speed: mean tokens/s over the logged steps, relative to the "
-          "vanilla model of the same source.
-")
+          "vanilla model of the same source.\n")
     print("| model | sink on | sink mass per layer | gate mean / dormant per layer | 0+W | 1+(W-1) | 4+(W-4) | "
           "0+W ÷ 1+(W-1) | dense | validation loss | training speed |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -167,9 +166,7 @@ def variants_table(s):
         print(f"| {run} ({mode}) | {SINK_SITE.get(mode, '?')} | " + " / ".join(f"{m:.3f}" for m in mass) +
               f" | {gates} | " + " | ".join(text) + f" | {ratio} | {dense} | " +
               (f"{val[-1]:.4f}" if val else "-") + f" | {relative} |")
-    print("
-*Gate cells: mean gate·fraction below 0.1, layer 0 / layer 1 / ...*
-")
+    print("\n*Gate cells: mean gate·fraction below 0.1, layer 0 / layer 1 / ...*\n")
 
 
 def onset_plot(s, path):
@@ -218,7 +215,12 @@ def smoothing(s):
 
 
 def figure3_plot(s, path, trained_length):
-    fig, axes = plt.subplots(1, len(s.runs), figsize=(5.5 * len(s.runs), 4), sharey=True)
+    columns = min(3, len(s.runs))
+    rows = (len(s.runs) + columns - 1) // columns
+    fig, grid = plt.subplots(rows, columns, figsize=(5.5 * columns, 4 * rows), sharey=True, squeeze=False)
+    axes = [ax for row in grid for ax in row]
+    for ax in axes[len(s.runs):]:
+        ax.set_visible(False)
     for ax, run in zip(axes, s.runs):
         sinks = s.cache_sinks(run)
         curves = [(f"window 0+{s.window} (sink evicted)", f"nll-{run}.tsv.0+{s.window}", "C3"),
@@ -234,7 +236,8 @@ def figure3_plot(s, path, trained_length):
         ax.set_title(f"{run} ({s.mode(run)})")
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=8)
-    axes[0].set_ylabel(f"perplexity of the last {smoothing(s)} tokens")
+    for row in grid:
+        row[0].set_ylabel(f"perplexity of the last {smoothing(s)} tokens")
     fig.suptitle(f"Perplexity vs stream position, {s.label} source, cache {s.window} (like StreamingLLM Figure 3)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
