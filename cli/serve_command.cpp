@@ -17,6 +17,25 @@
 
 namespace sinklm {
 
+namespace {
+
+// The client connection limits of serve/connection_front.h from their flags.
+ConnectionLimits connection_limits(const Args& args) {
+  ConnectionLimits c;
+  c.max_connections = args.get_int("max-connections", c.max_connections);
+  c.max_per_client = args.get_int("max-connections-per-client", c.max_per_client);
+  c.header_timeout_s = args.get_double("header-timeout", c.header_timeout_s);
+  c.body_timeout_s = args.get_double("body-timeout", c.body_timeout_s);
+  c.idle_timeout_s = args.get_double("idle-timeout", c.idle_timeout_s);
+  if (c.max_connections < 1 || c.max_per_client < 1)
+    fail("--max-connections and --max-connections-per-client must be at least 1");
+  for (double s : {c.header_timeout_s, c.body_timeout_s, c.idle_timeout_s})
+    if (!(s > 0 && s <= 86400)) fail("--header-timeout, --body-timeout and --idle-timeout must be seconds in (0, 86400]");
+  return c;
+}
+
+}  // namespace
+
 int run_serve_command(const std::vector<std::string>& argv) {
   Args args("serve", "--checkpoint DIR [--port 8000] [--cache sink_window --window W --sinks S] [--api-key KEY]",
             with_flags({{"host", "ADDR", "address to listen on (default 127.0.0.1)"},
@@ -32,6 +51,11 @@ int run_serve_command(const std::vector<std::string>& argv) {
              {"max-tokens-limit", "N", "largest max_tokens a request may ask for (default 4096)"},
              {"max-concurrent", "N", "generations queued or running at once (default 64)"},
              {"prefill-chunk", "N", "prompt tokens per stream per step (default 256)"},
+             {"max-connections", "N", "open client connections in total; beyond: 503 with Retry-After (default 512)"},
+             {"max-connections-per-client", "N", "open connections from one client address (default 64)"},
+             {"header-timeout", "S", "seconds from a request's first byte to the end of its headers, else 408 (10)"},
+             {"body-timeout", "S", "seconds from the end of the headers to the end of the body, else 408 (30)"},
+             {"idle-timeout", "S", "seconds a connection may stay open between requests (default 15)"},
              {"no-ui", "", "do not serve the chat page at GET / (the API is unchanged)"}},
                        {model_flags(), cache_flags()}),
             argv);
@@ -68,6 +92,7 @@ int run_serve_command(const std::vector<std::string>& argv) {
   options.prefill_chunk = args.get_int("prefill-chunk", 256);
   if (options.prefill_chunk < 1 || options.max_concurrent < 1 || options.max_tokens_limit < 1)
     fail("--prefill-chunk, --max-concurrent and --max-tokens-limit must be at least 1");
+  options.connections = connection_limits(args);
 
   // SIGINT/SIGTERM stop the server cleanly; loaded sessions are then snapshotted so a restart replays little.
   // (Sessions survive a SIGKILL too: every token is in their fsynced logs; see serve/session_store.h.)

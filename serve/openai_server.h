@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 
+#include "serve/connection_front.h"
 #include "serve/session_store.h"
 #include "data/tokenizers/text_codec.h"
 
@@ -39,7 +40,8 @@ struct ServerOptions {
   int64_t max_tokens_limit = 4096;  // the largest max_tokens a request may ask for
   int64_t max_concurrent = 64;      // generations queued or running
   int64_t prefill_chunk = 256;
-  int http_threads = 64;
+  int http_threads = 64;  // workers serving complete requests
+  ConnectionLimits connections;  // deadlines and caps of client connections (serve/connection_front.h)
 };
 
 class OpenAiServer {
