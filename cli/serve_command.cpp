@@ -1,7 +1,10 @@
 // sinklm serve: the OpenAI-compatible streaming server (serve/openai_server.h) on a checkpoint.
 #include <torch/torch.h>
 
+#include <cerrno>
+#include <chrono>
 #include <csignal>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -34,6 +37,26 @@ ConnectionLimits connection_limits(const Args& args) {
   return c;
 }
 
+// SIGTERM (an orchestrator's stop): new requests get 503 and /health says "draining" while the running ones
+// finish, for up to `seconds`; a second SIGTERM or a SIGINT ends the wait. Then the caller stops the server.
+void drain(OpenAiServer& server, const sigset_t& stop_signals, double seconds) {
+  server.begin_drain();
+  std::fprintf(stderr, "sinklm serve: SIGTERM: draining %lld requests (up to %g s; again to stop now)\n",
+               static_cast<long long>(server.requests_in_flight()), seconds);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  const timespec tick{0, 50 * 1000 * 1000};
+  while (server.requests_in_flight() > 0 && std::chrono::steady_clock::now() < deadline) {
+    if (sigtimedwait(&stop_signals, nullptr, &tick) >= 0) return;  // asked again: stop now
+    if (errno != EAGAIN && errno != EINTR) {
+      std::fprintf(stderr, "sinklm serve: sigtimedwait: %s; stopping\n", std::strerror(errno));
+      return;
+    }
+  }
+  if (server.requests_in_flight() > 0)
+    std::fprintf(stderr, "sinklm serve: drain time up; stopping %lld requests\n",
+                 static_cast<long long>(server.requests_in_flight()));
+}
+
 }  // namespace
 
 int run_serve_command(const std::vector<std::string>& argv) {
@@ -56,10 +79,20 @@ int run_serve_command(const std::vector<std::string>& argv) {
              {"header-timeout", "S", "seconds from a request's first byte to the end of its headers, else 408 (10)"},
              {"body-timeout", "S", "seconds from the end of the headers to the end of the body, else 408 (30)"},
              {"idle-timeout", "S", "seconds a connection may stay open between requests (default 15)"},
+             {"drain-seconds", "S", "on SIGTERM, how long running requests may take to finish (default 30; 0 = stop)"},
              {"no-ui", "", "do not serve the chat page at GET / (the API is unchanged)"}},
                        {model_flags(), cache_flags()}),
             argv);
   if (args.print_help_if_requested()) return 0;
+  // SIGINT/SIGTERM are taken by sigwait below. They are blocked before the model loads: threads inherit the
+  // mask, and a thread started unmasked (LibTorch's intra-op pool) would take a SIGTERM and die of it.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  const double drain_seconds = args.get_double("drain-seconds", 30);
+  if (!(drain_seconds >= 0 && drain_seconds <= 86400)) fail("--drain-seconds must be seconds in [0, 86400]");
   InferenceModel m = open_inference_model(args);
   const std::string& checkpoint = m.checkpoint;
   const torch::Device device = m.device;
@@ -94,13 +127,9 @@ int run_serve_command(const std::vector<std::string>& argv) {
     fail("--prefill-chunk, --max-concurrent and --max-tokens-limit must be at least 1");
   options.connections = connection_limits(args);
 
-  // SIGINT/SIGTERM stop the server cleanly; loaded sessions are then snapshotted so a restart replays little.
-  // (Sessions survive a SIGKILL too: every token is in their fsynced logs; see serve/session_store.h.)
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // SIGINT stops the server at once; SIGTERM drains it first (drain_then_stop). Either way loaded sessions are
+  // then snapshotted so a restart replays little. (Sessions survive a SIGKILL too: every token is in their
+  // fsynced logs; see serve/session_store.h.)
   {  // the server (and its generation worker) ends before sessions are saved: no stream is mid-step then
     OpenAiServer server(options, decoder, *codec, sessions);
     const int port = server.bind();
@@ -113,6 +142,7 @@ int run_serve_command(const std::vector<std::string>& argv) {
     std::thread stopper([&] {
       int signal = 0;
       sigwait(&stop_signals, &signal);
+      if (signal == SIGTERM) drain(server, stop_signals, drain_seconds);
       server.stop();
     });
     server.run();

@@ -148,6 +148,8 @@ struct OpenAiServer::Impl {
   FrontedHttpServer http;
   ConnectionFront front;
   std::atomic<uint64_t> next_id{1};
+  std::atomic<bool> draining{false};     // SIGTERM: new requests get 503, running ones finish
+  std::atomic<int64_t> in_flight{0};     // requests a worker is serving, streamed responses to their end
   const std::unique_ptr<KvCachePolicy> policy;  // every session's (the model card, K/V entries of a session)
 
   Impl(ServerOptions o, CachedDecoder& d, const TextCodec& c, SessionStore& s)
@@ -172,8 +174,17 @@ struct OpenAiServer::Impl {
     http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
       metrics.count_response(route_label(req.path), res.status);
     });
-    http.Get("/health", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content(R"({"status":"ok"})", "application/json");
+    http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+      if (draining) res.status = 503;  // a load balancer stops sending here
+      res.set_content(draining ? R"({"status":"draining"})" : R"({"status":"ok"})", "application/json");
+    });
+    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (!draining || req.path == "/health" || req.path == "/metrics") return httplib::Server::HandlerResponse::Unhandled;
+      res.status = 503;
+      res.set_header("Retry-After", std::to_string(options.connections.retry_after_s));
+      res.set_content(dump(error_body(503, "the server is shutting down; retry shortly (on another instance)", "server_draining")),
+                      "application/json");
+      return httplib::Server::HandlerResponse::Handled;
     });
     http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
       res.set_content(metrics.render(sessions.in_memory(), sessions.on_disk(), sessions.idle_kv_entries()),
@@ -213,12 +224,18 @@ struct OpenAiServer::Impl {
 
   // One complete request from the front. When the front has answered `Expect: 100-continue` itself, the
   // header goes before httplib sees it, or the client would get a second 100.
+  // While draining, a connection closes after its response: its client reconnects, to another instance.
   bool serve(httplib::Stream& stream, bool close, bool continue_sent) {
+    ++in_flight;
+    struct Done {
+      std::atomic<int64_t>& count;
+      ~Done() { --count; }
+    } done{in_flight};
     bool closed = false;
     const bool written = http.serve(stream, close, closed, [continue_sent](httplib::Request& req) {
       if (continue_sent) req.headers.erase("Expect");
     });
-    return written && !closed && !close;
+    return written && !closed && !close && !draining;
   }
 
   // The page's files hold no data and no secret, so they are served without the API key: the page then asks
@@ -611,6 +628,10 @@ int OpenAiServer::bind() {
 }
 
 void OpenAiServer::run() { impl_->front.run(); }
+
+void OpenAiServer::begin_drain() { impl_->draining = true; }
+
+int64_t OpenAiServer::requests_in_flight() const { return impl_->in_flight; }
 
 void OpenAiServer::stop() {
   impl_->http.set_serving(INVALID_SOCKET);  // streamed responses end; then the front stops
