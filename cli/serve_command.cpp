@@ -30,10 +30,12 @@ ConnectionLimits connection_limits(const Args& args) {
   c.header_timeout_s = args.get_double("header-timeout", c.header_timeout_s);
   c.body_timeout_s = args.get_double("body-timeout", c.body_timeout_s);
   c.idle_timeout_s = args.get_double("idle-timeout", c.idle_timeout_s);
+  c.queue_timeout_s = args.get_double("queue-timeout", c.queue_timeout_s);
   if (c.max_connections < 1 || c.max_per_client < 1)
     fail("--max-connections and --max-connections-per-client must be at least 1");
-  for (double s : {c.header_timeout_s, c.body_timeout_s, c.idle_timeout_s})
-    if (!(s > 0 && s <= 86400)) fail("--header-timeout, --body-timeout and --idle-timeout must be seconds in (0, 86400]");
+  for (double s : {c.header_timeout_s, c.body_timeout_s, c.idle_timeout_s, c.queue_timeout_s})
+    if (!(s > 0 && s <= 86400))
+      fail("--header-timeout, --body-timeout, --idle-timeout and --queue-timeout must be seconds in (0, 86400]");
   return c;
 }
 
@@ -79,6 +81,8 @@ int run_serve_command(const std::vector<std::string>& argv) {
              {"header-timeout", "S", "seconds from a request's first byte to the end of its headers, else 408 (10)"},
              {"body-timeout", "S", "seconds from the end of the headers to the end of the body, else 408 (30)"},
              {"idle-timeout", "S", "seconds a connection may stay open between requests (default 15)"},
+             {"http-workers", "N", "threads serving complete requests, each streamed response to its end (default 64)"},
+             {"queue-timeout", "S", "seconds a complete request may wait for a free worker, else 503 (default 30)"},
              {"drain-seconds", "S", "on SIGTERM, how long running requests may take to finish (default 30; 0 = stop)"},
              {"no-ui", "", "do not serve the chat page at GET / (the API is unchanged)"}},
                        {model_flags(), cache_flags()}),
@@ -126,6 +130,8 @@ int run_serve_command(const std::vector<std::string>& argv) {
   if (options.prefill_chunk < 1 || options.max_concurrent < 1 || options.max_tokens_limit < 1)
     fail("--prefill-chunk, --max-concurrent and --max-tokens-limit must be at least 1");
   options.connections = connection_limits(args);
+  options.http_threads = static_cast<int>(args.get_int("http-workers", options.http_threads));
+  if (options.http_threads < 1 || options.http_threads > 4096) fail("--http-workers must be in [1, 4096]");
 
   // SIGINT stops the server at once; SIGTERM drains it first (drain_then_stop). Either way loaded sessions are
   // then snapshotted so a restart replays little. (Sessions survive a SIGKILL too: every token is in their

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -68,7 +69,8 @@ struct Connection {
   enum class Phase { idle, headers, body, lingering };
   int fd = -1;
   Endpoint peer, local;
-  std::string buffer;  // received and not yet served (a pipelined next request stays here)
+  std::string buffer;   // received and not yet served (a pipelined next request stays here)
+  std::string request;  // the complete request waiting for, or being served by, a worker
   Phase phase = Phase::idle;
   Clock::time_point deadline;
   bool continue_sent = false;
@@ -89,7 +91,8 @@ struct ConnectionFront::Impl {
   // Front thread only.
   std::unordered_map<int, std::shared_ptr<Connection>> polled;
   std::unordered_map<std::string, int64_t> per_client;  // open connections per peer address
-  int64_t in_workers = 0;
+  int64_t busy_workers = 0;
+  std::deque<std::shared_ptr<Connection>> waiting;  // complete requests waiting for a worker
   Clock::time_point accept_paused_until;
   Clock::time_point last_accept_error_report;
   std::unique_ptr<httplib::ThreadPool> pool;
@@ -215,7 +218,9 @@ struct ConnectionFront::Impl {
 
   // --- accepting --------------------------------------------------------------------------------------
 
-  int64_t open_connections() const { return static_cast<int64_t>(polled.size()) + in_workers; }
+  int64_t open_connections() const {
+    return static_cast<int64_t>(polled.size() + waiting.size()) + busy_workers;
+  }
 
   void accept_ready() {
     for (int i = 0; i < 256; ++i) {
@@ -323,17 +328,25 @@ struct ConnectionFront::Impl {
 
   // --- workers ----------------------------------------------------------------------------------------
 
+  // A complete request goes to a free worker, or waits for one here (not in the pool's queue), so that a
+  // request still waiting at --queue-timeout can be answered 503 then, not when a worker frees up.
   void dispatch(const std::shared_ptr<Connection>& c, size_t request_bytes) {
-    std::string request = c->buffer.substr(0, request_bytes);
+    c->request = c->buffer.substr(0, request_bytes);
     c->buffer.erase(0, request_bytes);
-    const bool last = c->served + 1 >= limits.max_requests_per_connection;
     polled.erase(c->fd);
-    ++in_workers;
+    if (busy_workers < limits.threads) return start(c);
+    c->deadline = Clock::now() + seconds(limits.queue_timeout_s);
+    waiting.push_back(c);
+  }
+
+  void start(const std::shared_ptr<Connection>& c) {
+    ++busy_workers;
+    const bool last = c->served + 1 >= limits.max_requests_per_connection;
     const auto write_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(seconds(limits.write_timeout_s));
-    pool->enqueue([this, c, request, last, write_timeout]() mutable {
+    pool->enqueue([this, c, last, write_timeout] {
       bool keep = false;
       try {
-        ClientStream stream(c->fd, std::move(request), c->peer, c->local, write_timeout);
+        ClientStream stream(c->fd, std::move(c->request), c->peer, c->local, write_timeout);
         keep = serve(stream, last, c->continue_sent);
       } catch (const std::exception& e) {
         std::fprintf(stderr, "sinklm serve: serving %s: %s\n", c->peer.ip.c_str(), e.what());
@@ -346,6 +359,26 @@ struct ConnectionFront::Impl {
     });
   }
 
+  void start_waiting() {
+    while (!waiting.empty() && busy_workers < limits.threads) {
+      auto c = waiting.front();
+      waiting.pop_front();
+      start(c);
+    }
+  }
+
+  // Requests that waited for a worker past --queue-timeout: 503, and the connection lingers to its close.
+  void expire_waiting(Clock::time_point now) {
+    while (!waiting.empty() && waiting.front()->deadline <= now) {  // FIFO with one timeout: oldest first
+      auto c = waiting.front();
+      waiting.pop_front();
+      c->request.clear();
+      polled.emplace(c->fd, c);
+      answer(*c, 503, "queue_timeout",
+             str("the request waited ", limits.queue_timeout_s, " s for a worker (--queue-timeout); retry shortly"));
+    }
+  }
+
   void take_back() {
     std::vector<std::pair<std::shared_ptr<Connection>, bool>> back;
     {
@@ -353,7 +386,7 @@ struct ConnectionFront::Impl {
       back.swap(returned);
     }
     for (auto& [c, keep] : back) {
-      --in_workers;
+      --busy_workers;
       if (!keep || stopping) {
         close_connection(*c);
         continue;
@@ -365,6 +398,7 @@ struct ConnectionFront::Impl {
       polled.emplace(c->fd, c);
       advance(c);  // a pipelined request may be here already
     }
+    start_waiting();
   }
 
   // --- the loop ---------------------------------------------------------------------------------------
@@ -372,6 +406,7 @@ struct ConnectionFront::Impl {
   int poll_timeout_ms(Clock::time_point now) const {
     Clock::time_point next = now + std::chrono::seconds(1);
     for (const auto& [fd, c] : polled) next = std::min(next, c->deadline);
+    if (!waiting.empty()) next = std::min(next, waiting.front()->deadline);
     if (accept_paused_until > now) next = std::min(next, accept_paused_until);
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count();
     return static_cast<int>(std::max<int64_t>(0, ms + 1));
@@ -414,6 +449,7 @@ struct ConnectionFront::Impl {
 
   void expire_due() {
     const auto now = Clock::now();
+    expire_waiting(now);
     std::vector<int> due;
     for (const auto& [fd, c] : polled)
       if (c->deadline <= now) due.push_back(fd);
@@ -431,6 +467,8 @@ struct ConnectionFront::Impl {
     listen_fd = -1;
     for (auto& [fd, c] : polled) close_connection(*c);
     polled.clear();
+    for (auto& c : waiting) close_connection(*c);
+    waiting.clear();
     pool->shutdown();
     take_back();  // closes them: stopping is set
   }

@@ -10,7 +10,8 @@
 //     503 with Retry-After and closed at once;
 //   - the request line and headers must arrive within header_timeout of the request's first byte, the body
 //     within body_timeout of the headers' end: otherwise 408 and the connection is closed;
-//   - a connection between requests (new, or kept alive) is closed silently after idle_timeout.
+//   - a connection between requests (new, or kept alive) is closed silently after idle_timeout;
+//   - a complete request waits for a free worker here, at most queue_timeout: then 503 with Retry-After.
 // Responses are written by the worker, each write bounded by write_timeout (serve/client_stream.h).
 //
 // Alternatives weighed: Boost.Beast/Asio (async, per-operation timers) would replace httplib and every route
@@ -37,6 +38,7 @@ struct ConnectionLimits {
   double idle_timeout_s = 15;
   double header_timeout_s = 10;
   double body_timeout_s = 30;
+  double queue_timeout_s = 30;  // a complete request waiting this long for a worker is answered 503
   double write_timeout_s = 5;
   size_t max_header_bytes = 64 << 10;
   size_t max_body_bytes = 1 << 20;
