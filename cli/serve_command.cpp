@@ -97,6 +97,9 @@ int run_serve_command(const std::vector<std::string>& argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   const double drain_seconds = args.get_double("drain-seconds", 30);
   if (!(drain_seconds >= 0 && drain_seconds <= 86400)) fail("--drain-seconds must be seconds in [0, 86400]");
+  const ConnectionLimits connections = connection_limits(args);  // checked before the model takes its time to load
+  const int64_t http_workers = args.get_int("http-workers", 64);
+  if (http_workers < 1 || http_workers > 4096) fail("--http-workers must be in [1, 4096]");
   InferenceModel m = open_inference_model(args);
   const std::string& checkpoint = m.checkpoint;
   const torch::Device device = m.device;
@@ -129,9 +132,8 @@ int run_serve_command(const std::vector<std::string>& argv) {
   options.prefill_chunk = args.get_int("prefill-chunk", 256);
   if (options.prefill_chunk < 1 || options.max_concurrent < 1 || options.max_tokens_limit < 1)
     fail("--prefill-chunk, --max-concurrent and --max-tokens-limit must be at least 1");
-  options.connections = connection_limits(args);
-  options.http_threads = static_cast<int>(args.get_int("http-workers", options.http_threads));
-  if (options.http_threads < 1 || options.http_threads > 4096) fail("--http-workers must be in [1, 4096]");
+  options.connections = connections;
+  options.http_threads = static_cast<int>(http_workers);
 
   // SIGINT stops the server at once; SIGTERM drains it first (drain_then_stop). Either way loaded sessions are
   // then snapshotted so a restart replays little. (Sessions survive a SIGKILL too: every token is in their
