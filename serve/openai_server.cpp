@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -12,6 +13,7 @@
 #include "serve/api_key.h"
 #include "serve/chat_page.h"
 #include "serve/completion_request.h"
+#include "serve/connection_front.h"
 #include "serve/generation_worker.h"
 #include "serve/request_error.h"
 #include "serve/server_metrics.h"
@@ -115,6 +117,24 @@ json usage_of(const Job& job, const std::vector<int64_t>& completion_tokens) {
   return {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
 }
 
+// httplib's Server with its request processing opened up: the connection front (serve/connection_front.h)
+// accepts and reads requests, and runs each complete one through the routes here.
+class FrontedHttpServer : public httplib::Server {
+ public:
+  bool serve(httplib::Stream& stream, bool close, bool& closed, const std::function<void(httplib::Request&)>& setup) {
+    return process_request(stream, close, closed, setup);
+  }
+  // httplib ends streamed responses once its listening socket is invalid: that is how stop() reaches them.
+  void set_serving(socket_t listening) { svr_sock_ = listening; }
+};
+
+ConnectionLimits connection_limits(const ServerOptions& o) {
+  ConnectionLimits limits = o.connections;
+  limits.threads = o.http_threads;
+  limits.max_body_bytes = o.max_body_bytes;
+  return limits;
+}
+
 }  // namespace
 
 struct OpenAiServer::Impl {
@@ -125,16 +145,23 @@ struct OpenAiServer::Impl {
   SessionStore& sessions;
   ServerMetrics metrics;
   GenerationWorker worker;
-  httplib::Server http;
+  FrontedHttpServer http;
+  ConnectionFront front;
   std::atomic<uint64_t> next_id{1};
+  std::atomic<bool> draining{false};     // SIGTERM: new requests get 503, running ones finish
+  std::atomic<int64_t> in_flight{0};     // requests a worker is serving, streamed responses to their end
   const std::unique_ptr<KvCachePolicy> policy;  // every session's (the model card, K/V entries of a session)
 
   Impl(ServerOptions o, CachedDecoder& d, const TextCodec& c, SessionStore& s)
       : options(std::move(o)), api_key(options.api_key), decoder(d), codec(c), sessions(s),
         worker(d, options.prefill_chunk, metrics),
+        front(connection_limits(options), [this](httplib::Stream& s, bool close, bool continue_sent) { return serve(s, close, continue_sent); },
+              [](int status, const std::string& code, const std::string& message) { return dump(error_body(status, message, code)); },
+              [this](int status) { metrics.count_response("connection", status); }),
         policy(make_cache_policy(s.settings().cache, d.config())) {
-    http.new_task_queue = [threads = options.http_threads] { return new httplib::ThreadPool(threads); };
     http.set_payload_max_length(options.max_body_bytes);
+    http.set_keep_alive_timeout(static_cast<time_t>(std::lround(options.connections.idle_timeout_s)));
+    http.set_keep_alive_max_count(options.connections.max_requests_per_connection);
     http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
       if (res.body.empty()) {
         const std::string message = res.status == 413 ? str("the request body exceeds ", options.max_body_bytes, " bytes")
@@ -147,8 +174,17 @@ struct OpenAiServer::Impl {
     http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
       metrics.count_response(route_label(req.path), res.status);
     });
-    http.Get("/health", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content(R"({"status":"ok"})", "application/json");
+    http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+      if (draining) res.status = 503;  // a load balancer stops sending here
+      res.set_content(draining ? R"({"status":"draining"})" : R"({"status":"ok"})", "application/json");
+    });
+    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (!draining || req.path == "/health" || req.path == "/metrics") return httplib::Server::HandlerResponse::Unhandled;
+      res.status = 503;
+      res.set_header("Retry-After", std::to_string(options.connections.retry_after_s));
+      res.set_content(dump(error_body(503, "the server is shutting down; retry shortly (on another instance)", "server_draining")),
+                      "application/json");
+      return httplib::Server::HandlerResponse::Handled;
     });
     http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
       res.set_content(metrics.render(sessions.in_memory(), sessions.on_disk(), sessions.idle_kv_entries()),
@@ -184,6 +220,22 @@ struct OpenAiServer::Impl {
     guarded_post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) { complete(req, res, false); });
     guarded_post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) { complete(req, res, true); });
     if (options.ui) serve_chat_page();
+  }
+
+  // One complete request from the front. When the front has answered `Expect: 100-continue` itself, the
+  // header goes before httplib sees it, or the client would get a second 100.
+  // While draining, a connection closes after its response: its client reconnects, to another instance.
+  bool serve(httplib::Stream& stream, bool close, bool continue_sent) {
+    ++in_flight;
+    struct Done {
+      std::atomic<int64_t>& count;
+      ~Done() { --count; }
+    } done{in_flight};
+    bool closed = false;
+    const bool written = http.serve(stream, close, closed, [continue_sent](httplib::Request& req) {
+      if (continue_sent) req.headers.erase("Expect");
+    });
+    return written && !closed && !close && !draining;
   }
 
   // The page's files hold no data and no secret, so they are served without the API key: the page then asks
@@ -570,14 +622,20 @@ OpenAiServer::OpenAiServer(ServerOptions options, CachedDecoder& decoder, const 
 OpenAiServer::~OpenAiServer() = default;
 
 int OpenAiServer::bind() {
-  auto& o = impl_->options;
-  const int port = o.port == 0 ? impl_->http.bind_to_any_port(o.host) : (impl_->http.bind_to_port(o.host, o.port) ? o.port : -1);
-  if (port < 0) fail("--host ", o.host, " --port ", o.port, ": cannot listen there (in use, or not a local address)");
+  const int port = impl_->front.bind(impl_->options.host, impl_->options.port);
+  impl_->http.set_serving(impl_->front.listen_fd());
   return port;
 }
 
-void OpenAiServer::run() { impl_->http.listen_after_bind(); }
+void OpenAiServer::run() { impl_->front.run(); }
 
-void OpenAiServer::stop() { impl_->http.stop(); }
+void OpenAiServer::begin_drain() { impl_->draining = true; }
+
+int64_t OpenAiServer::requests_in_flight() const { return impl_->in_flight; }
+
+void OpenAiServer::stop() {
+  impl_->http.set_serving(INVALID_SOCKET);  // streamed responses end; then the front stops
+  impl_->front.stop();
+}
 
 }  // namespace sinklm

@@ -6,7 +6,7 @@
 //   POST /v1/sessions           -> {"id": "sess_..."}; DELETE /v1/sessions/{id}
 //   GET  /v1/sessions/{id}      -> {"id", "tokens" (the stream length), "kv_entries", "text"}
 //   GET  /v1/models (each model has a "sinklm" model card: checkpoint, sink mode, cache policy and window),
-//   GET  /health, GET /metrics (Prometheus text)
+//   GET  /health ({"status": "ok"}, or 503 {"status": "draining"} while draining), GET /metrics (Prometheus text)
 //   GET  / (and /chat.js, /chat.css, /favicon.svg): the chat page (serve/chat_page/), unless --no-ui
 //
 // `stream: true` answers with server-sent events (`data: {json}` chunks, then `data: [DONE]`); every chunk
@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 
+#include "serve/connection_front.h"
 #include "serve/session_store.h"
 #include "data/tokenizers/text_codec.h"
 
@@ -39,7 +40,8 @@ struct ServerOptions {
   int64_t max_tokens_limit = 4096;  // the largest max_tokens a request may ask for
   int64_t max_concurrent = 64;      // generations queued or running
   int64_t prefill_chunk = 256;
-  int http_threads = 64;
+  int http_threads = 64;  // workers serving complete requests
+  ConnectionLimits connections;  // deadlines and caps of client connections (serve/connection_front.h)
 };
 
 class OpenAiServer {
@@ -49,6 +51,10 @@ class OpenAiServer {
   int bind();   // returns the port
   void run();   // serves until stop()
   void stop();  // thread-safe
+  // Draining before a stop: /health answers 503 {"status": "draining"}, every other new request 503 with
+  // Retry-After, and requests already being served (streams included) go on. Thread-safe.
+  void begin_drain();
+  int64_t requests_in_flight() const;
 
  private:
   struct Impl;
