@@ -65,6 +65,16 @@ def train(work, data, name, mode, extra=()):
     return run_dir, ckpt, mass, ppl
 
 
+def synthetic_data(work, *flags):
+    """The science tests' Bigram-Backcopy stream in WORK/data (kept when it is already there): 1M training
+    tokens, 20k each held out; `flags` go to `sinklm prepare synthetic` (e.g. another --seed)."""
+    data = f"{work}/data"
+    if not os.path.exists(f"{data}/manifest.json"):
+        run_sinklm("prepare", "synthetic", "--out", data, "--train-tokens", "1000000", "--validation-tokens", "20000",
+                   "--test-tokens", "20000", *flags)
+    return data
+
+
 def describe(mass, ppl):
     return (f"sink mass per layer {[round(m, 3) for m in mass]}, 0+W / 1+(W-1) / 4+(W-4) = "
             f"{ppl[0]:.2f} / {ppl[1]:.2f} / {ppl[3]:.2f} ({ppl[0] / ppl[1]:.2f}x)")
@@ -97,10 +107,7 @@ def main():
     start = time.time()
     with temp_dir("sinklm-science-sink-") as tmp:
         work = args.work or tmp
-        data = f"{work}/data"
-        if not os.path.exists(f"{data}/manifest.json"):
-            run_sinklm("prepare", "synthetic", "--out", data, "--train-tokens", "1000000",
-                       "--validation-tokens", "20000", "--test-tokens", "20000")
+        data = synthetic_data(work)
 
         run_dir, ckpt, mass, ppl = train(work, data, "parallel", args.token_mode)
         print(f"parallel sink-token model ({args.token_mode}): {describe(mass, ppl)}")

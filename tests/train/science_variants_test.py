@@ -25,7 +25,7 @@ import json
 import os
 import time
 
-from science_sink_test import describe
+from science_sink_test import describe, synthetic_data
 from sinklm_test import check, config, finish, run_sinklm, temp_dir
 
 EVICT, COLUMN, DORMANT = 0.03, 0.2, 0.2
@@ -70,10 +70,7 @@ def main():
     start = time.time()
     with temp_dir("sinklm-science-variants-") as tmp:
         work = args.work or tmp
-        data = f"{work}/data"
-        if not os.path.exists(f"{data}/manifest.json"):
-            run_sinklm("prepare", "synthetic", "--out", data, "--seed", "2", "--train-tokens", "1000000",
-                       "--validation-tokens", "20000", "--test-tokens", "20000")
+        data = synthetic_data(work, "--seed", "2")
         for mode in args.modes.split(","):
             heads, ppl = train_and_measure(work, data, mode, not args.untrained)
             if mode in COLUMN_MODES:
