@@ -1,14 +1,23 @@
-// sinklm prepare synthetic: a Bigram-Backcopy token stream (data/synthetic/bigram_backcopy.h) written as an ordinary
-// shard directory (data/shards/shard_directory.h), so `sinklm train` reads it exactly as it reads text.
+// sinklm prepare synthetic: a synthetic token stream written as an ordinary shard directory
+// (data/shards/shard_directory.h), so `sinklm train` reads it exactly as it reads text. Two tasks:
+//   bigram-backcopy (default)  the Bigram-Backcopy stream (data/synthetic/bigram_backcopy.h) on which a sink forms
+//   recall                     filler with planted facts and later queries (data/synthetic/fact_recall.h), the
+//                              training source of the recall probe (`sinklm stream --recall DIR`)
 //
 // Output directory:
-//   train-00000.bin, validation-00000.bin, test-00000.bin   one document per split: that split's stream
+//   train-00000.bin, validation-00000.bin, test-00000.bin   per split one document, that split's stream
 //                                                            (independent streams from the same table),
-//                                                            followed by the end-of-text id ('\n')
-//   validation.txt, test.txt   the same streams as text (ids are bytes) for `sinklm stream` / `analyze`
-//   manifest.json              the shard manifest, plus "synthetic": the options, symbols, triggers with
-//                              what they copy, the bigram table, and per split the oracle's loss
-//                              (nats/token) and the share of copied tokens
+//                                                            followed by the end-of-text id ('\n'); with
+//                                                            --document-tokens N the training split is packed
+//                                                            documents of about N tokens, each followed by it
+//                                                            (held-out splits stay one long document: the
+//                                                            streaming test reads a book, as in the paper)
+//   validation.txt, test.txt   the held-out streams as text (ids are bytes) for `sinklm stream` / `analyze`
+//   manifest.json              the shard manifest, plus "synthetic": "task", the options, the symbols,
+//                              the bigram table, and per split the oracle's loss (nats/token) and the
+//                              task's own figures: bigram-backcopy the triggers with what they copy and the
+//                              share of copied tokens; recall "recall" (the options the probe regenerates
+//                              from, fact_recall.h) and per split the queries and their mean distance
 // The tokenizer is bytes (id = byte value; data/tokenizers/text_codec.h): train with data.tokenizer empty and
 // model.tokenizer_vocab_size = 256 (configs/synthetic.yaml).
 #include <iostream>
@@ -19,6 +28,7 @@
 #include "core/atomic_dir.h"
 #include "core/error.h"
 #include "data/synthetic/bigram_backcopy.h"
+#include "data/synthetic/fact_recall.h"
 #include "data/shards/shard_directory.h"
 
 namespace sinklm {
@@ -33,26 +43,60 @@ int64_t get_count(const Args& args, const std::string& flag, int64_t fallback, i
   return value;
 }
 
-}  // namespace
+// Writes each split's documents (shard, and for held-out splits the text file) and collects the manifest.
+class SyntheticWriter {
+ public:
+  explicit SyntheticWriter(const std::string& out_dir) : writer_(out_dir) {}
 
-int prepare_synthetic(const std::vector<std::string>& argv) {
-  Args args("prepare synthetic",
-            "--out DIR [--seed N] [--rule backcopy|after-marker] [--symbols N] [--successors N] [--triggers N] [--trigger-rate P]",
-            {{"out", "DIR", "shard directory to write (replaced atomically)"},
-             {"rule", "NAME", "what a trigger copies: backcopy (the token j+1 before trigger j; default) or after-marker "
-                              "(the token after the (j+1)-th most recent '@')"},
-             {"marker-rate", "P", "after-marker: chance that '@' follows an ordinary symbol (default 0.1)"},
-             {"marker-window", "N", "after-marker: a trigger only while its '@' is at most N back (default 32)"},
-             {"seed", "N", "seed of the bigram table and the streams (default 1)"},
-             {"symbols", "N", "ordinary symbols, letters then digits (default 48, at most 62)"},
-             {"successors", "N", "possible next symbols per symbol, Zipf-weighted (default 6)"},
-             {"triggers", "N", "trigger symbols; trigger j copies the token j+1 before it (default 2, at most 8)"},
-             {"trigger-rate", "P", "chance that a trigger follows an ordinary symbol (default 0.15)"},
-             {"train-tokens", "N", "training stream length (default 2000000)"},
-             {"validation-tokens", "N", "validation stream length (default 100000)"},
-             {"test-tokens", "N", "test stream length (default 100000)"}},
-            argv);
-  if (args.print_help_if_requested()) return 0;
+  // `figures`: the oracle's loss and the task's own, under synthetic.splits.<split> in the manifest.
+  void add_split(Split split, const std::vector<const TokenIds*>& parts, nlohmann::json figures) {
+    std::string text;  // the documents with the separator between them
+    uint64_t tokens = 0;
+    for (const TokenIds* part : parts) {
+      if (!text.empty()) text += static_cast<char>(kEndOfText);
+      text.append(part->begin(), part->end());
+      tokens += part->size();
+    }
+    const std::string shard = shard_file_name(split, 0, 0);
+    write_token_shard(writer_.staging_path(shard), parts, kByteVocabulary, kEndOfText);
+    if (split != Split::Train) write_file_durable(writer_.staging_path(std::string(split_name(split)) + ".txt"), text);
+    splits_[split_name(split)] = {{"shards", {shard}}, {"tokens", tokens + parts.size()}, {"documents", parts.size()}};
+    documents_.push_back({{"id", std::string("synthetic-") + split_name(split)}, {"split", split_name(split)},
+                          {"shard", shard}, {"tokens", tokens}, {"documents", parts.size()}});
+    std::cerr << "[prepare synthetic] " << split_name(split) << ": " << tokens << " tokens in " << parts.size()
+              << " document(s), " << figures.dump() << "\n";
+    figures_[split_name(split)] = std::move(figures);
+  }
+
+  void commit(nlohmann::json synthetic, const std::string& out_dir) {
+    synthetic["splits"] = figures_;
+    nlohmann::json manifest = {{"format", "sinklm-shards"}, {"format_version", kTokenShardVersion},
+                               {"tokenizer", "bytes (id = byte value)"}, {"vocab_size", kByteVocabulary},
+                               {"end_of_text_id", kEndOfText}, {"bytes_per_token", token_bytes_for_vocab(kByteVocabulary)},
+                               {"corpus", "synthetic"}, {"splits", splits_}, {"documents", documents_},
+                               {"synthetic", synthetic}};
+    write_file_durable(writer_.staging_path("manifest.json"), manifest.dump(1) + "\n");
+    writer_.commit();
+    std::cout << "synthetic shards: " << splits_.dump() << " -> " << out_dir << "\n";
+  }
+
+ private:
+  AtomicDirWriter writer_;
+  nlohmann::json splits_ = nlohmann::json::object(), documents_ = nlohmann::json::array(),
+                 figures_ = nlohmann::json::object();
+};
+
+nlohmann::json bigram_table(const BigramBackcopy& source) {
+  nlohmann::json table = nlohmann::json::object();
+  for (size_t i = 0; i < source.symbols().size(); ++i)
+    for (const auto& [next, p] : source.successors(static_cast<int64_t>(i)))
+      table[std::string(1, source.symbols()[i])][std::string(1, source.symbols()[next])] = p;
+  return table;
+}
+
+using SplitLengths = std::vector<std::pair<Split, int64_t>>;
+
+nlohmann::json write_bigram_backcopy(const Args& args, const SplitLengths& lengths, SyntheticWriter& out) {
   BigramBackcopyOptions options;
   options.seed = static_cast<uint64_t>(get_count(args, "seed", 1, 0));
   options.symbols = args.get_int("symbols", options.symbols);
@@ -64,57 +108,118 @@ int prepare_synthetic(const std::vector<std::string>& argv) {
   options.rule = rule == "backcopy" ? CopyRule::Backcopy : CopyRule::AfterMarker;
   options.marker_rate = args.get_double("marker-rate", options.marker_rate);
   options.marker_window = args.get_int("marker-window", options.marker_window);
+  const int64_t document_tokens = get_count(args, "document-tokens", 0, 0);
   const BigramBackcopy source(options);
-  const std::string out_dir = args.require("out");
-  const std::pair<Split, int64_t> lengths[] = {{Split::Train, get_count(args, "train-tokens", 2000000, 2)},
-                                               {Split::Validation, get_count(args, "validation-tokens", 100000, 2)},
-                                               {Split::Test, get_count(args, "test-tokens", 100000, 2)}};
 
-  AtomicDirWriter writer(out_dir);
-  nlohmann::json splits = nlohmann::json::object(), documents = nlohmann::json::array(), oracle = nlohmann::json::object();
   uint64_t stream_seed = 0;
   for (const auto& [split, length] : lengths) {
-    const SyntheticStream stream = source.generate(static_cast<uint64_t>(length), stream_seed++);
-    const std::string shard = shard_file_name(split, 0, 0);
-    write_token_shard(writer.staging_path(shard), {&stream.ids}, kByteVocabulary, kEndOfText);
-    if (split != Split::Train)
-      write_file_durable(writer.staging_path(std::string(split_name(split)) + ".txt"),
-                         std::string(stream.ids.begin(), stream.ids.end()));
-    splits[split_name(split)] = {{"shards", {shard}}, {"tokens", stream.ids.size() + 1}, {"documents", 1}};
-    documents.push_back({{"id", std::string("synthetic-") + split_name(split)}, {"split", split_name(split)},
-                         {"shard", shard}, {"tokens", stream.ids.size()}});
-    oracle[split_name(split)] = {{"oracle_nll", stream.mean_nll()}, {"copy_fraction", stream.copy_fraction()}};
-    std::cerr << "[prepare synthetic] " << split_name(split) << ": " << stream.ids.size() << " tokens, "
-              << stream.copy_fraction() * 100 << "% copies, oracle loss " << stream.mean_nll() << " nats/token\n";
+    const std::vector<SyntheticStream> parts =
+        document_tokens == 0 || split != Split::Train
+            ? std::vector<SyntheticStream>{source.generate(static_cast<uint64_t>(length), stream_seed)}
+            : source.generate_documents(static_cast<uint64_t>(length), static_cast<uint64_t>(document_tokens), stream_seed);
+    ++stream_seed;
+    std::vector<const TokenIds*> ids;
+    double nll = 0, copies = 0, tokens = 0;
+    for (const SyntheticStream& part : parts) {
+      ids.push_back(&part.ids);
+      nll += part.mean_nll() * static_cast<double>(part.ids.size());
+      copies += static_cast<double>(part.copies);
+      tokens += static_cast<double>(part.ids.size());
+    }
+    out.add_split(split, ids, {{"oracle_nll", nll / tokens}, {"copy_fraction", copies / tokens}});
   }
-  nlohmann::json table = nlohmann::json::object(), triggers = nlohmann::json::array();
-  for (size_t i = 0; i < source.symbols().size(); ++i)
-    for (const auto& [next, p] : source.successors(static_cast<int64_t>(i)))
-      table[std::string(1, source.symbols()[i])][std::string(1, source.symbols()[next])] = p;
+  nlohmann::json triggers = nlohmann::json::array();
   for (size_t j = 0; j < source.triggers().size(); ++j)
     triggers.push_back({{"symbol", std::string(1, source.triggers()[j])},
                         {"copies", options.rule == CopyRule::Backcopy
                                        ? str("the token ", j + 1, " before it")
                                        : str("the token after the ", j + 1, ". most recent '@' (at most ",
                                              options.marker_window, " back)")}});
-  nlohmann::json synthetic = {{"task", "bigram-backcopy (Guo et al. 2024, arXiv 2410.13835), no BOS"},
-                              {"rule", rule},
-                              {"seed", options.seed},
-                              {"symbols", source.symbols()},
-                              {"successors", options.successors},
-                              {"trigger_rate", options.trigger_rate},
-                              {"marker_rate", options.rule == CopyRule::AfterMarker ? options.marker_rate : 0.0},
-                              {"triggers", triggers},
-                              {"bigram", table},
-                              {"splits", oracle}};
-  nlohmann::json manifest = {{"format", "sinklm-shards"}, {"format_version", kTokenShardVersion},
-                             {"tokenizer", "bytes (id = byte value)"}, {"vocab_size", kByteVocabulary},
-                             {"end_of_text_id", kEndOfText}, {"bytes_per_token", token_bytes_for_vocab(kByteVocabulary)},
-                             {"corpus", "synthetic"}, {"splits", splits}, {"documents", documents},
-                             {"synthetic", synthetic}};
-  write_file_durable(writer.staging_path("manifest.json"), manifest.dump(1) + "\n");
-  writer.commit();
-  std::cout << "synthetic shards: " << splits.dump() << " -> " << out_dir << "\n";
+  return {{"task", "bigram-backcopy (Guo et al. 2024, arXiv 2410.13835), no BOS"},
+          {"rule", rule},
+          {"seed", options.seed},
+          {"symbols", source.symbols()},
+          {"successors", options.successors},
+          {"trigger_rate", options.trigger_rate},
+          {"marker_rate", options.rule == CopyRule::AfterMarker ? options.marker_rate : 0.0},
+          {"triggers", triggers},
+          {"document_tokens", document_tokens},
+          {"bigram", bigram_table(source)}};
+}
+
+nlohmann::json write_recall(const Args& args, const SplitLengths& lengths, SyntheticWriter& out) {
+  FactRecallOptions options;
+  options.seed = static_cast<uint64_t>(get_count(args, "seed", 1, 0));
+  options.symbols = args.get_int("symbols", options.symbols);
+  options.successors = args.get_int("successors", options.successors);
+  options.order = args.get_int("order", options.order);
+  options.keys = args.get_int("keys", options.keys);
+  options.fact_rate = args.get_double("fact-rate", options.fact_rate);
+  options.min_distance = args.get_int("min-distance", options.min_distance);
+  options.max_distance = args.get_int("max-distance", options.max_distance);
+  const FactRecall source(options);
+  uint64_t stream_seed = 0;
+  for (const auto& [split, length] : lengths) {
+    const RecallStream stream = source.generate(static_cast<uint64_t>(length), stream_seed++);
+    double distance = 0;
+    for (const RecallQuery& q : stream.queries) distance += static_cast<double>(q.distance);
+    out.add_split(split, {&stream.ids},
+                  {{"oracle_nll", stream.mean_nll()}, {"queries", stream.queries.size()},
+                   {"mean_distance", stream.queries.empty() ? 0.0 : distance / static_cast<double>(stream.queries.size())}});
+  }
+  return {{"task", "recall"}, {"recall", recall_options_json(options)}, {"bigram", bigram_table(source.filler())}};
+}
+
+}  // namespace
+
+int prepare_synthetic(const std::vector<std::string>& argv) {
+  Args args("prepare synthetic",
+            "--out DIR [--task bigram-backcopy|recall] [--seed N] [--symbols N] [--successors N] [task flags]",
+            {{"out", "DIR", "shard directory to write (replaced atomically)"},
+             {"task", "NAME", "bigram-backcopy (default: the stream on which a sink forms) or recall (planted facts "
+                              "and later queries, for `sinklm stream --recall`)"},
+             {"seed", "N", "seed of the bigram table and the streams (default 1)"},
+             {"symbols", "N", "ordinary symbols, letters then digits (default 48, at most 62; recall: lowercase, "
+                              "default 24, at most 26)"},
+             {"successors", "N", "possible next symbols per symbol, Zipf-weighted (default 6)"},
+             {"rule", "NAME", "bigram-backcopy: what a trigger copies: backcopy (the token j+1 before trigger j; "
+                              "default) or after-marker (the token after the (j+1)-th most recent '@')"},
+             {"marker-rate", "P", "after-marker: chance that '@' follows an ordinary symbol (default 0.1)"},
+             {"marker-window", "N", "after-marker: a trigger only while its '@' is at most N back (default 32)"},
+             {"triggers", "N", "bigram-backcopy: trigger symbols; trigger j copies the token j+1 before it (default 2, "
+                               "at most 8)"},
+             {"trigger-rate", "P", "bigram-backcopy: chance that a trigger follows an ordinary symbol (default 0.15)"},
+             {"document-tokens", "N", "bigram-backcopy: pack the training split as documents of N/2..3N/2 tokens, each "
+                                      "followed by the end-of-text id, as real pretraining packs text (default 0: one "
+                                      "stream)"},
+             {"order", "N", "recall: the filler chain's order, 1 or 2 (default 2: a previous-token head pays off "
+                             "on filler, which lets the induction circuit of recall form)"},
+             {"keys", "N", "recall: fact keys, uppercase letters (default 16, at most 26)"},
+             {"fact-rate", "P", "recall: chance that a fact '@ K v' follows a filler symbol (default 0.1)"},
+             {"min-distance", "N", "recall: fewest tokens from a fact's key to its query '? K v' (drawn uniformly; "
+                                   "default 4)"},
+             {"max-distance", "N", "recall: most (default 100, at least min + 6 x keys; below the training length, so a sample "
+                                   "holds both)"},
+             {"train-tokens", "N", "training stream length (default 2000000)"},
+             {"validation-tokens", "N", "validation stream length (default 100000)"},
+             {"test-tokens", "N", "test stream length (default 100000)"}},
+            argv);
+  if (args.print_help_if_requested()) return 0;
+  const std::string task = args.get("task", "bigram-backcopy");
+  if (task != "bigram-backcopy" && task != "recall") fail("--task ", task, ": expected bigram-backcopy or recall");
+  const std::vector<std::string> other_task_flags =
+      task == "recall" ? std::vector<std::string>{"rule", "marker-rate", "marker-window", "triggers", "trigger-rate",
+                                                  "document-tokens"}
+                       : std::vector<std::string>{"order", "keys", "fact-rate", "min-distance", "max-distance"};
+  for (const std::string& flag : other_task_flags)
+    if (args.has(flag)) fail("--", flag, " does not apply to --task ", task);
+  const std::string out_dir = args.require("out");
+  const SplitLengths lengths = {{Split::Train, get_count(args, "train-tokens", 2000000, 2)},
+                                {Split::Validation, get_count(args, "validation-tokens", 100000, 2)},
+                                {Split::Test, get_count(args, "test-tokens", 100000, 2)}};
+  SyntheticWriter out(out_dir);
+  nlohmann::json synthetic = task == "recall" ? write_recall(args, lengths, out) : write_bigram_backcopy(args, lengths, out);
+  out.commit(std::move(synthetic), out_dir);
   return 0;
 }
 

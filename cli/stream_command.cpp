@@ -1,5 +1,6 @@
 // sinklm stream: streaming perplexity of a checkpoint over a long text through one cache configuration, or
-// (--compare) through the paper's Table 3 configurations 0+W, 1+(W-1), 2+(W-2), 4+(W-4).
+// (--compare) through the paper's Table 3 configurations 0+W, 1+(W-1), 2+(W-2), 4+(W-4); or (--recall DIR)
+// the recall probe (eval/recall_probe.h) on the recall source that DIR's manifest describes.
 #include <torch/torch.h>
 
 #include <cstdio>
@@ -12,8 +13,11 @@
 #include "model/checkpoint.h"
 #include "cli/commands.h"
 #include "cli/inference_model.h"
-#include "eval/streaming_perplexity.h"
+#include "data/io/read_file.h"
+#include "data/synthetic/fact_recall.h"
 #include "data/tokenizers/text_codec.h"
+#include "eval/recall_probe.h"
+#include "eval/streaming_perplexity.h"
 
 namespace sinklm {
 namespace {
@@ -50,11 +54,78 @@ void write_nll(const std::string& path, const std::vector<float>& nll) {
   for (size_t i = 0; i < nll.size(); ++i) out << i << '\t' << nll[i] << '\n';
 }
 
+std::vector<int64_t> parse_distances(const std::string& text) {
+  std::vector<int64_t> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    size_t used = 0;
+    int64_t d = -1;
+    try {
+      d = std::stoll(item, &used);
+    } catch (const std::exception&) {
+    }
+    if (used != item.size() || d < 4) fail("--distances ", text, ": '", item, "' is not a distance of at least 4");
+    out.push_back(d);
+  }
+  return out;
+}
+
+// The recall source that `prepare synthetic --task recall` wrote into `dir`.
+FactRecall open_recall_source(const std::string& dir) {
+  const std::string path = dir + "/manifest.json";
+  nlohmann::json manifest;
+  try {
+    manifest = nlohmann::json::parse(read_file(path));
+  } catch (const nlohmann::json::exception& e) {
+    fail("--recall ", path, ": not JSON (", e.what(), ")");
+  }
+  const nlohmann::json synthetic = manifest.value("synthetic", nlohmann::json::object());
+  if (synthetic.value("task", "") != "recall" || !synthetic.contains("recall"))
+    fail("--recall ", dir, ": not a recall source (synthetic.task is ", synthetic.value("task", std::string("missing")),
+         "); write one with `sinklm prepare synthetic --task recall --out ", dir, "`");
+  return FactRecall(recall_options_from_json(synthetic["recall"], path));
+}
+
+int run_recall(const Args& args, CachedDecoder& decoder, const std::string& checkpoint) {
+  const ModelConfig& model = decoder.config();
+  if (model.tokenizer_vocab_size != 256)
+    fail("--recall: the recall source's ids are bytes, but ", checkpoint, " has a tokenizer of ", model.tokenizer_vocab_size,
+         " ids; train on the recall shards (configs/recall.yaml)");
+  const FactRecall source = open_recall_source(args.get("recall"));
+  const CacheOptions cache = cache_options(args);
+  const int64_t window = cache.window;
+  RecallProbeOptions options;
+  options.distances = args.has("distances") ? parse_distances(args.get("distances")) : default_recall_distances(window);
+  options.pairs = args.get_int("pairs", options.pairs);
+  options.chunk = args.get_int("chunk", 256);
+  if (options.pairs < 1) fail("--pairs must be at least 1");
+  if (options.chunk < 1) fail("--chunk must be at least 1");
+  std::vector<RecallPolicy> policies;
+  std::stringstream names(args.get("recall-policies", "full,window,sink_window"));
+  for (std::string name; std::getline(names, name, ',');) {
+    CacheOptions o = cache;
+    o.policy = name;
+    if (name == "window") o.sinks = 0;
+    policies.push_back({recall_policy_label(o, model), o});
+  }
+  const std::vector<RecallCurve> curves = run_recall_probe(decoder, source, window, policies, options);
+  nlohmann::json result = recall_probe_json(curves, source, window, options);
+  result["checkpoint"] = checkpoint;
+  result["sink_mode"] = sink_mode_name(model.sink_mode);
+  if (args.has("json")) {
+    std::ofstream out(args.get("json"));
+    if (!out) fail("--json ", args.get("json"), ": cannot write");
+    out << result.dump(2) << "\n";
+  }
+  std::cout << recall_probe_table(curves, source, window);
+  return 0;
+}
+
 }  // namespace
 
 int run_stream_command(const std::vector<std::string>& argv) {
   Args args("stream",
-            "--checkpoint DIR (--text FILE | --ids FILE) [--cache sink_window] [--window W] [--sinks S] [--compare]",
+            "--checkpoint DIR (--text FILE | --ids FILE | --recall DIR) [--cache sink_window] [--window W] [--sinks S] [--compare]",
             with_flags({{"text", "FILE", "UTF-8 text to stream (tokenized with --tokenizer / the checkpoint's / bytes)"},
              {"ids", "FILE", "whitespace-separated token ids instead of --text"},
              {"rotation", "IMPL", "relative (fast, default) | literal (the reference, one token at a time)"},
@@ -63,13 +134,21 @@ int run_stream_command(const std::vector<std::string>& argv) {
              {"chunk", "N", "prefill chunk (default 256)"},
              {"segment", "N", "tokens per perplexity segment (default 1000)"},
              {"nll-out", "FILE", "per-token NLL (--compare: FILE.<S>+<R>)"},
-             {"json", "FILE", "also write the JSON summary here"}},
+             {"json", "FILE", "also write the JSON summary here"},
+             {"recall", "DIR", "run the recall probe on the source `prepare synthetic --task recall` wrote to DIR "
+                               "(instead of --text): accuracy vs fact-to-query distance per cache policy"},
+             {"distances", "LIST", "recall: fact-to-query distances, comma-separated (default: W/8 .. 4W)"},
+             {"pairs", "N", "recall: facts and queries per distance (default 48)"},
+             {"recall-policies", "LIST", "recall: cache policies, the first the reference of agreement "
+                                         "(default full,window,sink_window; --window/--sinks/--positions apply)"}},
                        {model_flags(), cache_flags()}),
             argv);
   if (args.print_help_if_requested()) return 0;
-  if (args.has("ids") == args.has("text")) fail("give exactly one of --text FILE or --ids FILE");
+  if (args.has("ids") + args.has("text") + args.has("recall") != 1)
+    fail("give exactly one of --text FILE, --ids FILE or --recall DIR");
   InferenceModel m = open_inference_model(args, args.has("text") ? NeedsText::Yes : NeedsText::No);
   CachedDecoder decoder(m.loaded.model);
+  if (args.has("recall")) return run_recall(args, decoder, m.checkpoint);
   const ModelConfig& model = decoder.config();
 
   std::vector<int64_t> ids;

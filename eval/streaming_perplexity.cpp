@@ -21,6 +21,29 @@ nlohmann::json number_or_null(double x) { return std::isfinite(x) ? nlohmann::js
 
 }  // namespace
 
+KvTrace stream_logits(CachedDecoder& decoder, std::shared_ptr<const KvCachePolicy> policy, PositionRule rule,
+                      KeyRotation rotation, const std::vector<int64_t>& ids, int64_t chunk, int64_t trace_every,
+                      const std::function<void(int64_t first, const torch::Tensor& logits)>& on_logits) {
+  const int64_t budget = policy->budget();
+  DecoderStream stream(std::move(policy), rule, rotation, decoder.config(), decoder.device());
+  KvTrace trace;
+  int64_t next_trace = 0;
+  for (int64_t at = 0; at < static_cast<int64_t>(ids.size());) {
+    const int64_t take = std::min<int64_t>(stream.max_chunk(chunk), ids.size() - at);
+    std::vector<int64_t> ids_chunk(ids.begin() + at, ids.begin() + at + take);
+    on_logits(at, decoder.step({{&stream, ids_chunk}}, LogitsWanted::All)[0]);  // [take, V]
+    at += take;
+    const int64_t entries = stream.entries();
+    SINKLM_ASSERT(entries <= budget, entries, " KV entries over a budget of ", budget);
+    trace.max_entries = std::max(trace.max_entries, entries);
+    if (at >= next_trace || at == static_cast<int64_t>(ids.size())) {
+      trace.points.emplace_back(at, entries);
+      next_trace = at + std::max<int64_t>(trace_every, 1);
+    }
+  }
+  return trace;
+}
+
 StreamingPerplexity streaming_perplexity(CachedDecoder& decoder, std::shared_ptr<const KvCachePolicy> policy,
                                          PositionRule rule, const std::vector<int64_t>& text_ids,
                                          const StreamingPerplexityOptions& options) {
@@ -28,37 +51,23 @@ StreamingPerplexity streaming_perplexity(CachedDecoder& decoder, std::shared_ptr
   if (text_ids.size() < 2) fail("the text has ", text_ids.size(), " tokens; streaming perplexity needs at least 2");
   const std::vector<int64_t> ids = with_sink_prefix(model, text_ids);
   const int64_t first_text = sink_prefix_length(model);
-
   const int64_t budget = policy->budget();
-  DecoderStream stream(std::move(policy), rule, options.rotation, model, decoder.device());
   StreamingPerplexity r;
   const auto start = std::chrono::steady_clock::now();
-  int64_t next_trace = 0;
-  for (int64_t at = 0; at < static_cast<int64_t>(ids.size());) {
-    const int64_t take = std::min<int64_t>(stream.max_chunk(options.chunk), ids.size() - at);
-    std::vector<int64_t> chunk(ids.begin() + at, ids.begin() + at + take);
-    auto logits = decoder.step({{&stream, chunk}}, LogitsWanted::All)[0];  // [take, V]
+  r.kv = stream_logits(decoder, std::move(policy), rule, options.rotation, ids, options.chunk, options.kv_trace_every,
+                       [&](int64_t at, const torch::Tensor& logits) {
     // Position p predicts token p + 1; score the predictions of text tokens 1.. (p >= first_text).
-    const int64_t from = std::max(at, first_text), to = std::min<int64_t>(at + take, ids.size() - 1);
-    if (to > from) {
-      auto log_probs = torch::log_softmax(logits.narrow(0, from - at, to - from), -1);
-      auto targets = torch::tensor(std::vector<int64_t>(ids.begin() + from + 1, ids.begin() + to + 1)).to(log_probs.device());
-      auto nll = (-log_probs.gather(1, targets.unsqueeze(1))).squeeze(1).cpu().contiguous();
-      const float* values = nll.data_ptr<float>();
-      for (int64_t p = from; p < to; ++p) {
-        if (r.eviction_starts_at < 0 && p >= budget) r.eviction_starts_at = r.nll.size();  // cache held > W entries
-        r.nll.push_back(values[p - from]);
-      }
+    const int64_t from = std::max(at, first_text), to = std::min<int64_t>(at + logits.size(0), ids.size() - 1);
+    if (to <= from) return;
+    auto log_probs = torch::log_softmax(logits.narrow(0, from - at, to - from), -1);
+    auto targets = torch::tensor(std::vector<int64_t>(ids.begin() + from + 1, ids.begin() + to + 1)).to(log_probs.device());
+    auto nll = (-log_probs.gather(1, targets.unsqueeze(1))).squeeze(1).cpu().contiguous();
+    const float* values = nll.data_ptr<float>();
+    for (int64_t p = from; p < to; ++p) {
+      if (r.eviction_starts_at < 0 && p >= budget) r.eviction_starts_at = r.nll.size();  // cache held > W entries
+      r.nll.push_back(values[p - from]);
     }
-    at += take;
-    const int64_t entries = stream.entries();
-    SINKLM_ASSERT(entries <= budget, entries, " KV entries over a budget of ", budget);
-    r.max_entries = std::max(r.max_entries, entries);
-    if (at >= next_trace || at == static_cast<int64_t>(ids.size())) {
-      r.kv_trace.emplace_back(at, entries);
-      next_trace = at + std::max<int64_t>(options.kv_trace_every, 1);
-    }
-  }
+  });
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }
@@ -71,14 +80,14 @@ nlohmann::json StreamingPerplexity::summary(int64_t segment) const {
   }
   const size_t split = eviction_starts_at < 0 ? nll.size() : static_cast<size_t>(eviction_starts_at);
   nlohmann::json trace = nlohmann::json::array();
-  for (const auto& [length, entries] : kv_trace) trace.push_back({length, entries});
+  for (const auto& [length, entries] : kv.points) trace.push_back({length, entries});
   return {{"scored_tokens", nll.size()},
           {"ppl", number_or_null(perplexity(nll, 0, nll.size()))},
           {"ppl_before_eviction", number_or_null(perplexity(nll, 0, split))},
           {"ppl_after_eviction", number_or_null(perplexity(nll, split, nll.size()))},
           {"eviction_starts_at", eviction_starts_at},
           {"segments", segments},
-          {"max_kv_entries", max_entries},
+          {"max_kv_entries", kv.max_entries},
           {"kv_entries", trace},
           {"seconds", seconds},
           {"tokens_per_second", nll.size() / std::max(seconds, 1e-9)}};

@@ -1,5 +1,6 @@
 #include "data/synthetic/bigram_backcopy.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -11,19 +12,6 @@ namespace {
 constexpr char kOrdinary[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 constexpr char kTriggers[] = "!?#$%&*+";
 constexpr char kMarker = '@';
-
-// Uniform doubles in [0, 1) from a SplitMix64 sequence: the same on every platform.
-class UniformSource {
- public:
-  explicit UniformSource(uint64_t seed) : state_(splitmix64(seed)) {}
-  double next() {
-    state_ = splitmix64(state_);
-    return static_cast<double>(state_ >> 11) * 0x1.0p-53;
-  }
-
- private:
-  uint64_t state_;
-};
 
 }  // namespace
 
@@ -68,11 +56,21 @@ BigramBackcopy::BigramBackcopy(BigramBackcopyOptions options) : options_(options
   }
 }
 
+std::pair<int64_t, double> BigramBackcopy::draw_successor(int64_t row, double u) const {
+  const auto& successors = table_[static_cast<size_t>(row)];
+  double cumulative = 0;
+  for (const auto& successor : successors) {
+    cumulative += successor.second;
+    if (u < cumulative) return successor;
+  }
+  return successors.back();
+}
+
 SyntheticStream BigramBackcopy::generate(uint64_t length, uint64_t stream_seed) const {
   SyntheticStream out;
   out.ids.reserve(length);
   out.log_prob.reserve(length);
-  UniformSource uniform(seeded_hash(options_.seed, "stream " + std::to_string(stream_seed)));
+  SeededUniform uniform(seeded_hash(options_.seed, "stream " + std::to_string(stream_seed)));
   const double trigger_share = options_.triggers > 0 ? options_.trigger_rate / static_cast<double>(options_.triggers) : 0;
   const bool marker_rule = options_.rule == CopyRule::AfterMarker;
   const double marker_rate = marker_rule ? options_.marker_rate : 0;
@@ -81,7 +79,7 @@ SyntheticStream BigramBackcopy::generate(uint64_t length, uint64_t stream_seed) 
     out.log_prob.push_back(static_cast<float>(log_prob));
   };
   auto emit_uniform_symbol = [&] {
-    const int64_t s = std::min<int64_t>(static_cast<int64_t>(uniform.next() * options_.symbols), options_.symbols - 1);
+    const int64_t s = static_cast<int64_t>(uniform.below(static_cast<uint64_t>(options_.symbols)));
     emit(static_cast<unsigned char>(symbols_[s]), -std::log(static_cast<double>(options_.symbols)));
   };
   std::vector<uint64_t> markers;  // positions of the markers so far
@@ -133,19 +131,24 @@ SyntheticStream BigramBackcopy::generate(uint64_t length, uint64_t stream_seed) 
       continue;
     }
     // A fresh draw, so the trigger decision does not bias which successor comes.
-    const auto& row = table_[symbol_index_[out.ids[t - 1]]];
-    double v = uniform.next(), cumulative = 0;
-    size_t pick = row.size() - 1;
-    for (size_t r = 0; r < row.size(); ++r) {
-      cumulative += row[r].second;
-      if (v < cumulative) {
-        pick = r;
-        break;
-      }
-    }
-    emit(static_cast<unsigned char>(symbols_[row[pick].first]), std::log(stay * row[pick].second));
+    const auto [next, p] = draw_successor(symbol_index_[out.ids[t - 1]], uniform.next());
+    emit(static_cast<unsigned char>(symbols_[next]), std::log(stay * p));
   }
   return out;
+}
+
+std::vector<SyntheticStream> BigramBackcopy::generate_documents(uint64_t length, uint64_t mean_length,
+                                                               uint64_t stream_seed) const {
+  if (mean_length < 2) fail("--document-tokens ", mean_length, ": must be at least 2 (or 0: one stream per split)");
+  SeededUniform uniform(seeded_hash(options_.seed, "document lengths " + std::to_string(stream_seed)));
+  std::vector<SyntheticStream> documents;
+  for (uint64_t total = 0; total < length;) {
+    const uint64_t drawn = mean_length / 2 + static_cast<uint64_t>(uniform.next() * static_cast<double>(mean_length + 1));
+    const uint64_t size = std::min(std::max<uint64_t>(drawn, 1), length - total);
+    documents.push_back(generate(size, seeded_hash(stream_seed, "document " + std::to_string(documents.size()))));
+    total += size;
+  }
+  return documents;
 }
 
 }  // namespace sinklm

@@ -64,9 +64,18 @@ class BigramBackcopy {
   const std::string& triggers() const { return triggers_; }  // trigger j copies from j+1 back
   // successors(i): (symbol index, probability) pairs of row i, in decreasing probability.
   const std::vector<std::pair<int64_t, double>>& successors(int64_t row) const { return table_[row]; }
+  // The successor of row `row` that a uniform draw u in [0, 1) picks: (symbol index, probability).
+  std::pair<int64_t, double> draw_successor(int64_t row, double u) const;
+  // The row of an ordinary symbol's id, -1 for any other id.
+  int64_t row_of(uint32_t id) const { return id < symbol_index_.size() ? symbol_index_[id] : -1; }
 
   // `length` tokens; the same (options, stream_seed) always give the same stream.
   SyntheticStream generate(uint64_t length, uint64_t stream_seed) const;
+  // Document-packed, as real pretraining packs text: independent streams (each from its own seed, so each
+  // starts afresh: no copy reaches into another document) whose lengths are drawn uniformly from
+  // [mean_length/2, 3*mean_length/2], until `length` tokens in all (the last one cut). The caller puts the
+  // end-of-text id after each, so that separator, not position 0, is the one token with a fixed identity.
+  std::vector<SyntheticStream> generate_documents(uint64_t length, uint64_t mean_length, uint64_t stream_seed) const;
 
  private:
   BigramBackcopyOptions options_;

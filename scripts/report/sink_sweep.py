@@ -33,6 +33,14 @@ GRID = {
     # The copy source needs two layers: the token after the most recent marker '@'.
     "sequential-after-marker": (AFTER_MARKER, {"model.parallel_residual": "false"}),
     "parallel-after-marker": (AFTER_MARKER, {}),
+    # Training samples cut from packed documents (about 48 tokens, each followed by '\n'), as in real pretraining;
+    # the held-out streams stay one long document, like the paper's books.
+    "sequential-documents": ({"document-tokens": 48}, {"model.parallel_residual": "false"}),
+    "sequential-3-layers-documents": ({"document-tokens": 48},
+                                      {"model.parallel_residual": "false", "model.num_layers": "3"}),
+    "sequential-3-layers-4-heads-documents": ({"document-tokens": 48},
+                                              {"model.parallel_residual": "false", "model.num_layers": "3",
+                                               "model.num_heads": "4"}),
 }
 DEFAULT_GRID = ["parallel", "sequential", "parallel-rotary-all"]
 
@@ -87,8 +95,11 @@ def measure(run_dir, data_dir, window, stream_tokens, log):
 
 
 def main():
+    global SINKLM
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default=os.path.join(ROOT, "runs", "sink_sweep"))
+    parser.add_argument("--sinklm", default=SINKLM, help="the sinklm binary (default build/sinklm); a copy lets a "
+                        "sweep run while the build directory is rebuilt")
     parser.add_argument("--grid", default=",".join(DEFAULT_GRID), help=f"settings, comma-separated: {', '.join(GRID)}")
     parser.add_argument("--variants", default="token,none", help="sink modes to train per setting")
     parser.add_argument("--steps", type=int, default=300, help="training steps per model (configs/synthetic.yaml: 300)")
@@ -98,6 +109,7 @@ def main():
     parser.add_argument("--set", action="append", default=[], help="extra config override for every setting")
     parser.add_argument("--stop-at-target", action="store_true", help="stop after the first setting that meets the targets")
     args = parser.parse_args()
+    SINKLM = args.sinklm
     os.makedirs(args.out, exist_ok=True)
     log = os.path.join(args.out, "sweep.log")
     rows = []

@@ -87,6 +87,30 @@ TEST(BigramBackcopy, LogProbabilitiesMatchTheEmpiricalFrequencies) {
   EXPECT_LT(s.mean_nll(), std::log(48.0));
 }
 
+TEST(BigramBackcopy, DocumentsAreFreshStreamsOfDrawnLengthsThatAddUpToTheTotal) {
+  BigramBackcopy source(BigramBackcopyOptions{});
+  const std::vector<SyntheticStream> documents = source.generate_documents(10000, 48, 3);
+  uint64_t total = 0;
+  std::map<size_t, int> lengths;
+  for (size_t i = 0; i < documents.size(); ++i) {
+    const SyntheticStream& d = documents[i];
+    total += d.ids.size();
+    if (i + 1 < documents.size()) {  // the last one is cut to the total
+      EXPECT_GE(d.ids.size(), 24u);
+      EXPECT_LE(d.ids.size(), 72u);
+      ++lengths[d.ids.size()];
+    }
+    // Each document starts afresh: its first token is drawn uniformly and no trigger copies from before it.
+    EXPECT_FLOAT_EQ(d.log_prob[0], -std::log(48.0f));
+    EXPECT_FALSE(is_trigger(source, d.ids[0]));
+  }
+  EXPECT_EQ(total, 10000u);
+  EXPECT_GT(lengths.size(), 20u) << "lengths are drawn, not fixed";
+  EXPECT_NE(documents[0].ids, documents[1].ids);
+  EXPECT_EQ(source.generate_documents(10000, 48, 3)[5].ids, documents[5].ids);
+  EXPECT_NE(source.generate_documents(10000, 48, 4)[5].ids, documents[5].ids);
+}
+
 TEST(BigramBackcopy, BadOptionsNameTheFlag) {
   auto error_of = [](BigramBackcopyOptions o) {
     try {
@@ -109,6 +133,12 @@ TEST(BigramBackcopy, BadOptionsNameTheFlag) {
   o.rule = CopyRule::AfterMarker;
   o.marker_rate = 0.9;
   EXPECT_NE(error_of(o).find("--marker-rate"), std::string::npos);
+  try {
+    BigramBackcopy(BigramBackcopyOptions{}).generate_documents(100, 1, 0);
+    ADD_FAILURE() << "a 1-token mean document length was accepted";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("--document-tokens"), std::string::npos);
+  }
 }
 
 }  // namespace

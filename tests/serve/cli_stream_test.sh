@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `sinklm stream` end to end on a tiny byte-vocabulary model: the JSON summary, the per-token NLL file, the
-# KV count over time, the --compare table, and errors that name the bad option; `sinklm bench-decode`.
+# KV count over time, the --compare table, the recall probe, and errors that name the bad option;
+# `sinklm bench-decode`.
 set -euo pipefail
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -44,6 +45,44 @@ expect_error "unknown cache policy 'sliding'" --cache sliding
 expect_error "leave no room" --window 4 --sinks 4
 expect_error "at most 100 entries" --cache full --window 100
 expect_error "expected cache or stream" --positions absolute
+# The recall probe (`stream --recall`) on a small recall source: every policy at every distance, the KV count of
+# each (full holds the whole stream, window and sink_window W), and errors that name the input.
+"$SINKLM_BIN" prepare synthetic --task recall --out "$work/recall" --train-tokens 2000 --validation-tokens 500 \
+  --test-tokens 500 >/dev/null 2>&1
+"$SINKLM_BIN" stream --threads 1 --checkpoint "$work/ckpt" --recall "$work/recall" --window 32 --distances 8,40 \
+  --pairs 5 --json "$work/recall.json" 2>/dev/null >"$work/recall.md"
+grep -q '^| policy | d=8 | d=40 (>W) | filler NLL after eviction | agreement with full |$' "$work/recall.md" ||
+  { cat "$work/recall.md"; exit 1; }
+"$PYTHON" - "$work" <<'PY'
+import json, sys
+r = json.load(open(f"{sys.argv[1]}/recall.json"))
+assert [p["label"] for p in r["policies"]] == ["full", "window 0+32", "sink_window 1+31"], r["policies"]
+assert r["chance"] == 1 / 24 and r["distances"] == [8, 40] and r["source"]["keys"] == 16, r
+for policy in r["policies"]:
+    for point in policy["points"]:
+        assert point["queries"] == 5 and 0 <= point["accuracy"] <= 1, point
+        assert point["max_kv_entries"] == (point["kv_entries"][-1][0] if policy["label"] == "full" else 32), point
+full = r["policies"][0]["points"]
+assert all(p["agreement_with_reference"] == 1 for p in full)
+print("recall probe ok")
+PY
+expect_recall_error() {  # expect_recall_error <text in the message> <args...>
+  local want="$1"; shift
+  if "$SINKLM_BIN" stream --threads 1 --checkpoint "$work/ckpt" "$@" >/dev/null 2>"$work/err"; then
+    echo "expected failure for: $*"; exit 1
+  fi
+  grep -q -- "$want" "$work/err" || { echo "message for '$*' lacks '$want':"; cat "$work/err"; exit 1; }
+}
+"$SINKLM_BIN" prepare synthetic --out "$work/backcopy" --train-tokens 2000 --validation-tokens 500 --test-tokens 500 \
+  >/dev/null 2>&1
+expect_recall_error "--recall $work/backcopy: not a recall source" --recall "$work/backcopy"
+expect_recall_error "'2' is not a distance of at least 4" --recall "$work/recall" --distances 8,2
+expect_recall_error "give exactly one of" --recall "$work/recall" --text "$work/text.txt"
+if "$SINKLM_BIN" prepare synthetic --task recall --triggers 3 --out "$work/r2" >/dev/null 2>"$work/err"; then
+  echo "prepare synthetic --task recall --triggers should fail"; exit 1
+fi
+grep -q -- "--triggers does not apply to --task recall" "$work/err" || { cat "$work/err"; exit 1; }
+
 # `sinklm bench-decode`: 4 streams batched, the bounds beside the figure, --trace's operator table, and a
 # --trace that is not a directory named in the error.
 "$SINKLM_BIN" bench-decode --threads 1 --checkpoint "$work/ckpt" --window 64 --streams 4 --decode 3 \

@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Science test (label e2e): what a sink does not keep.
+
+A sink-token model is trained on the recall source (`sinklm prepare synthetic --task recall`: facts '@ K v'
+asked as '? K v' 4 to 100 tokens later; configs/recall-sink.yaml, one process and thread, a few CPU-minutes),
+then the recall probe (`sinklm stream --recall`, W = 32) plants facts exactly d tokens before their queries:
+
+  inside the cache   window and sink+window find the fact: accuracy >= FOUND at every d < W - 1
+  beyond the cache   both answer at chance: accuracy <= chance + BEYOND at every d > W, though the same
+                     model found the same kind of fact a moment earlier (the sink keeps local prediction, not
+                     evicted facts)
+
+Margins sit below what was measured (docs/results.md, "What a sink does not keep"). `--untrained` measures a
+freshly initialised model (`sinklm init`) instead: the test must then fail on the recall inside the cache.
+"""
+import argparse
+import json
+import os
+import time
+
+from sinklm_test import check, config, finish, run_sinklm, temp_dir
+
+FOUND, BEYOND, WINDOW = 0.8, 0.12, 32
+DISTANCES = [4, 8, 16, 24, 40, 64, 128]
+
+
+def checkpoint_of(work, data, trained):
+    """The sink-token recall model: trained with configs/recall-sink.yaml, or (untrained) freshly initialised."""
+    run_dir = f"{work}/token"
+    if not trained:
+        run_sinklm("init", "--config", config("recall-sink.yaml"), "--out", f"{run_dir}/init")
+        return f"{run_dir}/init"
+    run_sinklm("train", "--config", config("recall-sink.yaml"), "--out", run_dir, "--resume",
+               "--set", f"data.shards={data}", "--set", "train.threads=1")
+    return f"{run_dir}/checkpoints/" + sorted(os.listdir(f"{run_dir}/checkpoints"))[-1]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--untrained", action="store_true", help="a freshly initialised model: the test must fail")
+    parser.add_argument("--work", default="", help="keep the run here (default: a temporary directory)")
+    args = parser.parse_args()
+    start = time.time()
+    with temp_dir("sinklm-science-recall-") as tmp:
+        work = args.work or tmp
+        data = f"{work}/data"
+        if not os.path.exists(f"{data}/manifest.json"):
+            run_sinklm("prepare", "synthetic", "--task", "recall", "--out", data, "--seed", "3")
+        ckpt = checkpoint_of(work, data, not args.untrained)
+        run_sinklm("stream", "--checkpoint", ckpt, "--recall", data, "--window", str(WINDOW), "--threads", "1",
+                   "--recall-policies", "window,sink_window", "--distances", ",".join(map(str, DISTANCES)),
+                   "--json", f"{work}/probe.json")
+        probe = json.load(open(f"{work}/probe.json"))
+        chance = probe["chance"]
+        for policy in probe["policies"]:
+            accuracy = {p["distance"]: p["accuracy"] for p in policy["points"]}
+            print(f"{policy['label']}: accuracy by distance {accuracy} (chance {chance:.3f})", flush=True)
+            inside = [accuracy[d] for d in DISTANCES if d < WINDOW - 1]
+            beyond = [accuracy[d] for d in DISTANCES if d > WINDOW]
+            check(min(inside) >= FOUND, f"{policy['label']}: a fact inside the cache is found",
+                  f"accuracy {inside} at d < W - 1 (need >= {FOUND})")
+            check(max(beyond) <= chance + BEYOND, f"{policy['label']}: a fact evicted from the cache is not",
+                  f"accuracy {beyond} at d > W (need <= chance {chance:.3f} + {BEYOND})")
+    print(f"the run and its measurements took {time.time() - start:.0f} s")
+    finish()
+
+
+if __name__ == "__main__":
+    main()
