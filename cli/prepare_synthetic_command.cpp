@@ -46,7 +46,7 @@ int64_t get_count(const Args& args, const std::string& flag, int64_t fallback, i
 // Writes each split's documents (shard, and for held-out splits the text file) and collects the manifest.
 class SyntheticWriter {
  public:
-  explicit SyntheticWriter(const std::string& out_dir) : writer_(out_dir) {}
+  explicit SyntheticWriter(const std::string& out_dir) : out_dir_(out_dir), writer_(out_dir) {}
 
   // `figures`: the oracle's loss and the task's own, under synthetic.splits.<split> in the manifest.
   void add_split(Split split, const std::vector<const TokenIds*>& parts, nlohmann::json figures) {
@@ -68,7 +68,7 @@ class SyntheticWriter {
     figures_[split_name(split)] = std::move(figures);
   }
 
-  void commit(nlohmann::json synthetic, const std::string& out_dir) {
+  void commit(nlohmann::json synthetic) {
     synthetic["splits"] = figures_;
     nlohmann::json manifest = {{"format", "sinklm-shards"}, {"format_version", kTokenShardVersion},
                                {"tokenizer", "bytes (id = byte value)"}, {"vocab_size", kByteVocabulary},
@@ -77,10 +77,11 @@ class SyntheticWriter {
                                {"synthetic", synthetic}};
     write_file_durable(writer_.staging_path("manifest.json"), manifest.dump(1) + "\n");
     writer_.commit();
-    std::cout << "synthetic shards: " << splits_.dump() << " -> " << out_dir << "\n";
+    std::cout << "synthetic shards: " << splits_.dump() << " -> " << out_dir_ << "\n";
   }
 
  private:
+  std::string out_dir_;
   AtomicDirWriter writer_;
   nlohmann::json splits_ = nlohmann::json::object(), documents_ = nlohmann::json::array(),
                  figures_ = nlohmann::json::object();
@@ -219,7 +220,7 @@ int prepare_synthetic(const std::vector<std::string>& argv) {
                                 {Split::Test, get_count(args, "test-tokens", 100000, 2)}};
   SyntheticWriter out(out_dir);
   nlohmann::json synthetic = task == "recall" ? write_recall(args, lengths, out) : write_bigram_backcopy(args, lengths, out);
-  out.commit(std::move(synthetic), out_dir);
+  out.commit(std::move(synthetic));
   return 0;
 }
 

@@ -69,7 +69,6 @@ RecallPoint measure(const RecallStream& stream, int64_t offset, const PolicyRun&
   point.filler_nll_after = mean_or_nan(after, n_after);
   point.agreement = static_cast<double>(same) / static_cast<double>(std::max<int64_t>(compared, 1));
   point.kv = run.kv;
-  point.max_entries = run.kv.max_entries;
   return point;
 }
 
@@ -132,7 +131,7 @@ nlohmann::json recall_probe_json(const std::vector<RecallCurve>& curves, const F
       points.push_back({{"distance", p.distance}, {"queries", p.queries}, {"correct", p.correct},
                         {"accuracy", p.accuracy()}, {"filler_nll_before_eviction", number_or_null(p.filler_nll_before)},
                         {"filler_nll_after_eviction", number_or_null(p.filler_nll_after)},
-                        {"agreement_with_reference", p.agreement}, {"max_kv_entries", p.max_entries},
+                        {"agreement_with_reference", p.agreement}, {"max_kv_entries", p.kv.max_entries},
                         {"kv_entries", trace}});
     }
     out["policies"].push_back({{"label", c.policy.label}, {"cache", c.policy.cache.policy},

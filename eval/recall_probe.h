@@ -43,8 +43,7 @@ struct RecallPoint {
   std::vector<int64_t> predicted;  // per query: the top-1 next token after its key (correct when the value)
   double filler_nll_before = 0, filler_nll_after = 0;  // NaN when the stream has no such filler
   double agreement = 0;
-  int64_t max_entries = 0;
-  KvTrace kv;
+  KvTrace kv;  // the most entries held, and the trace
   double accuracy() const { return queries ? static_cast<double>(correct) / static_cast<double>(queries) : 0; }
 };
 

@@ -78,7 +78,7 @@ TEST(RecallProbe, FullCacheFiguresAreThoseOfOneForwardPassOverTheStream) {
     EXPECT_NEAR(full.filler_nll_after, nll_after / n_after, 1e-4) << mode;
     EXPECT_NEAR(full.filler_nll_before, nll_before / n_before, 1e-4) << mode;
     EXPECT_EQ(full.correct, correct) << mode;
-    EXPECT_EQ(full.max_entries, static_cast<int64_t>(ids.size()));
+    EXPECT_EQ(full.kv.max_entries, static_cast<int64_t>(ids.size()));
   }
 }
 
