@@ -9,6 +9,10 @@
 //   implicit_sink    mass absorbed by the sink column, 1 - sum of the row (softmax1 / logit / kv models)
 //   gate_mean        mean output gate, over every position (gated models)
 //   gate_dormant     fraction of those gates below 0.1: "dormant by gate" (gated models)
+// With --classify-heads FILE it instead writes a head-policy file (serve/head_roles.h) for `--cache heads`:
+// per layer and head the attention mass beyond sinks + window W (eval/head_classification.h) over the
+// segments of --text or of a recall source's stream (--recall DIR), and the --retrieval-heads K heads of
+// largest mass as retrieval heads.
 // Output directory:
 //   heads.json                  {"checkpoint", "sink_mode", ..., "layers": [{"layer", "heads": [{"head",
 //                               "sink_token"?, "first_positions": [k], "implicit_sink"?, "gate_mean"?,
@@ -23,6 +27,7 @@
 #include <torch/torch.h>
 
 #include <fstream>
+#include <optional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -32,7 +37,10 @@
 #include "core/error.h"
 #include "cli/commands.h"
 #include "cli/inference_model.h"
+#include "data/synthetic/fact_recall.h"
 #include "eval/attention_analysis.h"
+#include "eval/head_classification.h"
+#include "serve/cached_decoder.h"
 #include "eval/heatmap.h"
 
 namespace sinklm {
@@ -68,17 +76,127 @@ std::vector<int64_t> read_text_ids(const std::string& path, const TextCodec& cod
   return codec.encode(text.str());
 }
 
+// Consecutive segments of `per_segment` ids, each with the model's sink prefix first.
+std::vector<std::vector<int64_t>> cut_segments(const ModelConfig& c, const std::vector<int64_t>& ids, int64_t per_segment,
+                                               int64_t segments) {
+  std::vector<std::vector<int64_t>> out;
+  for (int64_t s = 0; s < segments; ++s)
+    out.push_back(with_sink_prefix(c, {ids.begin() + s * per_segment, ids.begin() + (s + 1) * per_segment}));
+  return out;
+}
+
+// The calibration streams' seed, apart from the recall probe's default (0).
+constexpr uint64_t kCalibrationSeed = 0xCA11B;
+
+// A [L, H] score as JSON rows.
+std::vector<std::vector<double>> score_rows(const torch::Tensor& score) {
+  std::vector<std::vector<double>> rows(score.size(0));
+  for (int64_t l = 0; l < score.size(0); ++l)
+    for (int64_t h = 0; h < score.size(1); ++h) rows[l].push_back(score[l][h].item<double>());
+  return rows;
+}
+
+void print_scores(const std::string& caption, const torch::Tensor& score, const HeadRoles& roles) {
+  std::printf("%s; * = retrieval head\n\n| layer |", caption.c_str());
+  for (int64_t h = 0; h < score.size(1); ++h) std::printf(" head %lld |", static_cast<long long>(h));
+  std::printf("\n|---|");
+  for (int64_t h = 0; h < score.size(1); ++h) std::printf("---|");
+  for (int64_t l = 0; l < score.size(0); ++l) {
+    std::printf("\n| %lld |", static_cast<long long>(l));
+    for (int64_t h = 0; h < score.size(1); ++h)
+      std::printf(" %.4f%s |", score[l][h].item<double>(), roles.is_retrieval(l, h) ? "*" : "");
+  }
+  std::printf("\n\n");
+}
+
+int classify_heads(const Args& args, InferenceModel& m, int64_t T, int64_t max_segments) {
+  const ModelConfig& c = m.loaded.model->config();
+  const int64_t L = c.num_layers, H = c.num_heads, per_segment = T - sink_prefix_length(c);
+  CacheOptions cache;
+  cache.window = args.get_int("window", 1024);
+  cache.sinks = args.get_int("sinks", default_cache_sinks(c));
+  cache.retrieval_window = args.get_int("retrieval-window", 4 * cache.window);
+  cache.positions = parse_position_rule(args.get("positions", "cache"), "--positions");
+  const int64_t W = cache.window, S = cache.sinks, R = cache.retrieval_window;
+  const int64_t count = args.get_int("retrieval-heads", (L * H + 3) / 4);
+  const std::string score = args.get("score", args.has("recall") ? "recall-loss" : "attention-mass");
+  if (S < 0 || S >= W) fail("--sinks ", S, ": must be in [0, --window ", W, ")");
+  if (R <= W) fail("--retrieval-window ", R, ": must be larger than --window ", W);
+  if (T <= W) fail("--tokens ", T, ": the segments must be longer than --window ", W, " (nothing is evicted before W)");
+  if (count < 0 || count > L * H) fail("--retrieval-heads ", count, ": must be in [0, ", L * H, "]");
+  if (args.has("text") == args.has("recall")) fail("give exactly one of --text FILE or --recall DIR to calibrate on");
+  if (score != "recall-loss" && score != "attention-mass") fail("--score ", score, ": expected recall-loss or attention-mass");
+  if (score == "recall-loss" && !args.has("recall")) fail("--score recall-loss needs a recall source (--recall DIR)");
+
+  std::vector<int64_t> ids;
+  std::optional<FactRecall> source;
+  if (args.has("recall")) {
+    source = read_recall_source(args.get("recall"), "--recall");
+    // A training-like stream of the source (queries at every distance), seeded apart from the probe's.
+    const auto stream = source->generate(max_segments * per_segment, kCalibrationSeed);
+    ids.assign(stream.ids.begin(), stream.ids.end());
+  } else {
+    ids = read_text_ids(args.get("text"), *m.codec);
+  }
+  const int64_t segments = std::min<int64_t>(max_segments, static_cast<int64_t>(ids.size()) / per_segment);
+  if (segments < 1) fail("the calibration text has ", ids.size(), " tokens, fewer than one segment of ", per_segment);
+  nlohmann::json calibration = {{"checkpoint", m.checkpoint}, {"source", args.has("recall") ? args.get("recall") : args.get("text")},
+                                {"window", W}, {"sinks", S}, {"retrieval_window", R}, {"positions", position_rule_name(cache.positions)},
+                                {"attention_mass", {{"segments", segments}, {"tokens_per_segment", T}}}};
+  nlohmann::json scores;
+  torch::Tensor loss;  // recall source only
+  const torch::Tensor mass = mass_beyond_window(m.loaded.model, cut_segments(c, ids, per_segment, segments), S, W);
+  scores["attention_mass"] = score_rows(mass);
+  torch::Tensor chosen = mass;
+  if (source) {
+    RecallProbeOptions options;
+    options.distances = {W + (R - W) / 4, W + (R - W) / 2, W + 3 * (R - W) / 4};
+    options.pairs = args.get_int("pairs", options.pairs);
+    options.seed = kCalibrationSeed;
+    CachedDecoder decoder(m.loaded.model);
+    loss = recall_loss_per_head(decoder, *source, cache, options);
+    scores["recall_loss"] = score_rows(loss);
+    calibration["recall_loss"] = {{"distances", options.distances}, {"pairs", options.pairs}, {"seed", options.seed}};
+    if (score == "recall-loss") chosen = loss;
+  }
+  const HeadRoles roles = top_scoring_heads(chosen, count);
+  print_scores(str("Attention mass beyond ", S, " sinks + ", W - S, " recent (W = ", W, "), ", segments, " segments of ", T, " tokens"),
+               mass, roles);
+  if (loss.defined())
+    print_scores(str("Recall lost when the head alone keeps ", S, "+", W - S, " instead of ", S, "+", R - S), loss, roles);
+  nlohmann::json file = head_roles_json(roles);
+  file["score"] = score;
+  file["scores"] = scores;
+  file["calibration"] = calibration;
+  write_file_atomic(args.get("classify-heads"), file.dump(2) + "\n");
+  std::printf("wrote %s: %lld of %lld heads (largest %s) keep %lld entries, the others %lld\n",
+              args.get("classify-heads").c_str(), static_cast<long long>(roles.retrieval_heads()),
+              static_cast<long long>(L * H), score.c_str(), static_cast<long long>(R), static_cast<long long>(W));
+  return 0;
+}
+
 }  // namespace
 
 int run_analyze_command(const std::vector<std::string>& argv) {
-  Args args("analyze", "--checkpoint DIR --text FILE --out DIR [--tokens N] [--segments S] [--first K] [--layers LIST]",
+  Args args("analyze",
+            "--checkpoint DIR --text FILE --out DIR [--tokens N] [--segments S] [--first K] [--layers LIST]\n"
+            "       sinklm analyze --checkpoint DIR (--text FILE | --recall DIR) --classify-heads FILE --window W [--retrieval-heads K]",
             with_flags({{"text", "FILE", "UTF-8 text to analyse (held-out text, several segments long)"},
                               {"out", "DIR", "output directory (heads.json, analysis.md, PNGs), replaced atomically"},
                               {"tokens", "N", "positions per segment, sinks included (default min(256, context))"},
                               {"segments", "S", "segments averaged over (default 8)"},
                               {"first", "K", "first text positions reported per head (default 4)"},
                               {"layers", "LIST", "layers with an attention-map PNG (default 0,1,middle,last)"},
-                              {"map-tokens", "M", "rows and columns of the attention-map PNGs (default 16)"}},
+                              {"map-tokens", "M", "rows and columns of the attention-map PNGs (default 16)"},
+                              {"classify-heads", "FILE", "write a head-policy file for --cache heads instead (no --out)"},
+                              {"recall", "DIR", "classify: calibrate on a recall source's stream instead of --text"},
+                              {"window", "W", "classify: the streaming heads' cache budget (default 1024)"},
+                              {"sinks", "S", "classify: sink entries (default: the model's cache default)"},
+                              {"retrieval-window", "R", "classify: the retrieval heads' budget (default 4 W)"},
+                              {"positions", "RULE", "classify: cache (default) | stream, for the recall probe"},
+                              {"retrieval-heads", "K", "classify: heads that keep the retrieval budget (default 1/4)"},
+                              {"score", "NAME", "classify: recall-loss (default with --recall) | attention-mass"},
+                              {"pairs", "N", "classify, recall-loss: facts per probe distance (default 48)"}},
                        {model_flags()}),
             argv);
   if (args.print_help_if_requested()) return 0;
@@ -91,6 +209,7 @@ int run_analyze_command(const std::vector<std::string>& argv) {
   if (T > c.max_position_embeddings || T < sinks + k + 2)
     fail("--tokens ", T, ": must be in [", sinks + k + 2, ", ", c.max_position_embeddings,
          "] (sinks + --first + 2 .. context)");
+  if (args.has("classify-heads")) return classify_heads(args, m, T, max_segments);
   const std::vector<int64_t> map_layers = chosen_layers(args.get("layers"), L);
   const std::vector<int64_t> text = read_text_ids(args.require("text"), *m.codec);
   const int64_t per_segment = T - sinks, segments = std::min<int64_t>(max_segments, text.size() / per_segment);
@@ -98,10 +217,7 @@ int run_analyze_command(const std::vector<std::string>& argv) {
     fail("--text ", args.get("text"), ": ", text.size(), " tokens, fewer than one segment of ", per_segment,
          " (lower --tokens or give more text)");
 
-  std::vector<std::vector<int64_t>> segment_ids;
-  for (int64_t s = 0; s < segments; ++s)
-    segment_ids.push_back(with_sink_prefix(c, {text.begin() + s * per_segment, text.begin() + (s + 1) * per_segment}));
-  const AttentionMass stats = measure_attention_mass(m.loaded.model, segment_ids, k, M);
+  const AttentionMass stats = measure_attention_mass(m.loaded.model, cut_segments(c, text, per_segment, segments), k, M);
   const int64_t far = stats.far;
   const SinkSite site = sink_site(c.sink_mode);
   const bool explicit_sink = site == SinkSite::Tokens, implicit_sink = site == SinkSite::Column;

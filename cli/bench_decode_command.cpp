@@ -81,7 +81,7 @@ double decode_weight_bytes(GPTNeoXForCausalLM& model) {
 
 // FLOPs of one decode token: 2 per weight of the Linears (every matrix but the input embedding, a lookup; the
 // LM head included) and 4 C per cached entry and layer (scores and weighted values).
-double decode_flops_per_token(GPTNeoXForCausalLM& model, int64_t entries) {
+double decode_flops_per_token(GPTNeoXForCausalLM& model, double entries) {
   double weights = 0;
   for (const auto& p : model->named_parameters())
     if (p.value().dim() == 2 && p.key().find("embed_in") == std::string::npos) weights += p.value().numel();
@@ -157,7 +157,8 @@ int run_bench_decode_command(const std::vector<std::string>& argv) {
 
   CacheOptions cache = cache_options(args);
   const int64_t streams = args.get_int("streams", 1), decode = args.get_int("decode", 64), warmup = args.get_int("warmup", 4);
-  const int64_t start = args.get_int("start-position", cache.window);
+  // By default every budget is full: W, or for heads the retrieval budget R.
+  const int64_t start = args.get_int("start-position", cache.policy == "heads" ? make_cache_policy(cache, model)->budget() : cache.window);
   if (streams < 1 || decode < 1 || warmup < 0 || start < 1) fail("--streams, --decode, --start-position must be >= 1");
   const int64_t cache_size = cache.window;
   if (cache.policy == "full") cache.window = start + warmup + decode;
@@ -191,12 +192,13 @@ int run_bench_decode_command(const std::vector<std::string>& argv) {
   for (double ms : step_ms) total_ms += ms;
   const auto percentile = [&](double p) { return sorted[std::min(sorted.size() - 1, size_t(p * sorted.size()))]; };
   const double weight_bytes = decode_weight_bytes(m.loaded.model);
-  const double kv_bytes = 2.0 * model.num_layers * model.hidden_size * c10::elementSize(policy->kv_dtype()) *
-                          owned[0]->entries();
+  const double kv_bytes = static_cast<double>(owned[0]->kv_bytes());  // from storage: heads may keep different budgets
+  // Entries per head, averaged over layers and heads: what each head's attention reads.
+  const double mean_entries = kv_bytes / (2.0 * model.num_layers * model.hidden_size * c10::elementSize(policy->kv_dtype()));
   const double peak_rss = peak_rss_mib();  // before the probes below allocate 512 MiB of their own
   const double bandwidth = measured_copy_bandwidth(device), matmul_rate = measured_matmul_rate(device);
   const double bound = streams * bandwidth / (weight_bytes + streams * kv_bytes);
-  const double flops_per_token = decode_flops_per_token(m.loaded.model, owned[0]->entries());
+  const double flops_per_token = decode_flops_per_token(m.loaded.model, mean_entries);
   const double step_seconds = (weight_bytes + streams * kv_bytes) / bandwidth + streams * flops_per_token / matmul_rate;
   nlohmann::json out = {{"cache", policy->name()}, {"config", policy->label()}, {"cache_size", cache_size},
                         {"streams", streams}, {"start_position", start}, {"decoded_per_stream", decode},
@@ -209,7 +211,8 @@ int run_bench_decode_command(const std::vector<std::string>& argv) {
                         {"compute_bound_tokens_per_second", matmul_rate / flops_per_token},
                         {"memory_plus_compute_bound_tokens_per_second", streams / step_seconds},
                         {"tokens_per_second", streams * decode / (total_ms / 1000.0)},
-                        {"kv_entries", owned[0]->entries()}, {"peak_rss_mib", peak_rss},
+                        {"kv_entries", owned[0]->entries()}, {"kv_entries_per_head", mean_entries},
+                        {"kv_bytes_per_layer", kv_memory_json(*policy, model)["kv_bytes_per_layer"]}, {"peak_rss_mib", peak_rss},
                         {"threads", torch::get_num_threads()}, {"device", device.str()}};
   std::cout << out.dump() << "\n";
   return 0;

@@ -46,11 +46,13 @@ std::vector<FlagSpec> model_flags() {
 }
 
 std::vector<FlagSpec> cache_flags() {
-  return {{"cache", "POLICY", "full | window | sink_window (default) | recompute"},
+  return {{"cache", "POLICY", "full | window | sink_window (default) | recompute | heads (per head, --head-policy)"},
           {"window", "W", "cache budget in entries, sinks included (default 1024; full: its limit)"},
           {"sinks", "S", "sink entries (default: the model's sink tokens for token models, else 4)"},
           {"positions", "RULE", "cache (positions inside the cache, default) | stream"},
-          {"kv-dtype", "T", "how K/V entries are stored: fp32 (default) | bf16 (half the bytes per decode step)"}};
+          {"kv-dtype", "T", "how K/V entries are stored: fp32 (default) | bf16 (half the bytes per decode step)"},
+          {"head-policy", "FILE", "heads: which heads keep --retrieval-window entries (sinklm analyze --classify-heads)"},
+          {"retrieval-window", "R", "heads: a retrieval head's budget, sinks included (default 4 W)"}};
 }
 
 CacheOptions cache_options(const Args& args) {
@@ -60,6 +62,8 @@ CacheOptions cache_options(const Args& args) {
   o.sinks = args.get_int("sinks", -1);
   o.positions = parse_position_rule(args.get("positions", "cache"), "--positions");
   o.kv_dtype = parse_kv_dtype(args.get("kv-dtype", "fp32"), "--kv-dtype");
+  o.retrieval_window = args.get_int("retrieval-window", -1);
+  if (args.has("head-policy")) o.head_roles = std::make_shared<HeadRoles>(read_head_roles(args.get("head-policy")));
   return o;
 }
 

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <set>
 
+#include "cli/inference_model.h"
 #include "core/args.h"
 #include "model/checkpoint.h"
 #include "model/model_summary.h"
@@ -28,8 +29,8 @@ Config config_from_path(const std::string& path, const std::vector<std::string>&
 }  // namespace
 
 int run_info_command(const std::vector<std::string>& argv) {
-  Args args("info", "<config.yaml | checkpoint-dir> [--set KEY=VALUE ...] [--json]",
-            {kSetFlag, {"json", "", "print one JSON object instead of text"}}, argv);
+  Args args("info", "<config.yaml | checkpoint-dir> [--set KEY=VALUE ...] [--json] [--cache POLICY --window W ...]",
+            with_flags({kSetFlag, {"json", "", "print one JSON object instead of text"}}, {cache_flags()}), argv);
   if (args.help_requested() || args.positionals().size() != 1) {
     std::cout << args.usage();
     return args.help_requested() ? 0 : 2;
@@ -54,6 +55,13 @@ int run_info_command(const std::vector<std::string>& argv) {
                              {"dtypes", dtypes},
                              {"verified", fs::exists(path + "/manifest.json")}};
   }
+  // With cache flags: the K/V memory one stream of that cache holds once its budgets are full.
+  std::unique_ptr<KvCachePolicy> cache;
+  if (args.has("cache") || args.has("window")) {
+    cache = make_cache_policy(cache_options(args), model, "--cache/--window/--sinks");
+    summary["kv_cache"] = kv_memory_json(*cache, model);
+    summary["kv_cache"].update({{"cache", cache->name()}, {"config", cache->label()}, {"kv_dtype", kv_dtype_name(cache->kv_dtype())}});
+  }
   if (args.has("json")) {
     std::cout << summary.dump(2) << "\n";
     return 0;
@@ -65,6 +73,11 @@ int run_info_command(const std::vector<std::string>& argv) {
               << ck["dtypes"].dump() << "; "
               << (ck["verified"] ? "manifest verified (size + sha256 of every file)" : "no manifest (Hugging Face export)")
               << "\n";
+  }
+  if (cache) {
+    const auto& kv = summary["kv_cache"];
+    std::cout << "  kv cache      " << cache->name() << " " << cache->label() << " (" << kv["kv_dtype"].get<std::string>()
+              << "): " << kv["kv_bytes_per_stream"] << " bytes per stream; per layer " << kv["kv_bytes_per_layer"].dump() << "\n";
   }
   return 0;
 }

@@ -54,36 +54,23 @@ void write_nll(const std::string& path, const std::vector<float>& nll) {
   for (size_t i = 0; i < nll.size(); ++i) out << i << '\t' << nll[i] << '\n';
 }
 
+// `item` as a decimal integer of at least `least`, or a UserError naming `what`.
+int64_t parse_integer(const std::string& item, int64_t least, const std::string& what) {
+  size_t used = 0;
+  int64_t n = least - 1;
+  try {
+    n = std::stoll(item, &used);
+  } catch (const std::exception&) {
+  }
+  if (used != item.size() || n < least) fail(what, ": '", item, "' is not an integer of at least ", least);
+  return n;
+}
+
 std::vector<int64_t> parse_distances(const std::string& text) {
   std::vector<int64_t> out;
   std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
-    size_t used = 0;
-    int64_t d = -1;
-    try {
-      d = std::stoll(item, &used);
-    } catch (const std::exception&) {
-    }
-    if (used != item.size() || d < 4) fail("--distances ", text, ": '", item, "' is not a distance of at least 4");
-    out.push_back(d);
-  }
+  for (std::string item; std::getline(in, item, ',');) out.push_back(parse_integer(item, 4, "--distances " + text));
   return out;
-}
-
-// The recall source that `prepare synthetic --task recall` wrote into `dir`.
-FactRecall open_recall_source(const std::string& dir) {
-  const std::string path = dir + "/manifest.json";
-  nlohmann::json manifest;
-  try {
-    manifest = nlohmann::json::parse(read_file(path));
-  } catch (const nlohmann::json::exception& e) {
-    fail("--recall ", path, ": not JSON (", e.what(), ")");
-  }
-  const nlohmann::json synthetic = manifest.value("synthetic", nlohmann::json::object());
-  if (synthetic.value("task", "") != "recall" || !synthetic.contains("recall"))
-    fail("--recall ", dir, ": not a recall source (synthetic.task is ", synthetic.value("task", std::string("missing")),
-         "); write one with `sinklm prepare synthetic --task recall --out ", dir, "`");
-  return FactRecall(recall_options_from_json(synthetic["recall"], path));
 }
 
 int run_recall(const Args& args, CachedDecoder& decoder, const std::string& checkpoint) {
@@ -91,7 +78,7 @@ int run_recall(const Args& args, CachedDecoder& decoder, const std::string& chec
   if (model.tokenizer_vocab_size != 256)
     fail("--recall: the recall source's ids are bytes, but ", checkpoint, " has a tokenizer of ", model.tokenizer_vocab_size,
          " ids; train on the recall shards (configs/recall.yaml)");
-  const FactRecall source = open_recall_source(args.get("recall"));
+  const FactRecall source = read_recall_source(args.get("recall"), "--recall");
   const CacheOptions cache = cache_options(args);
   const int64_t window = cache.window;
   RecallProbeOptions options;
@@ -102,10 +89,13 @@ int run_recall(const Args& args, CachedDecoder& decoder, const std::string& chec
   if (options.chunk < 1) fail("--chunk must be at least 1");
   std::vector<RecallPolicy> policies;
   std::stringstream names(args.get("recall-policies", "full,window,sink_window"));
-  for (std::string name; std::getline(names, name, ',');) {
+  for (std::string item; std::getline(names, item, ',');) {  // NAME or NAME:W
     CacheOptions o = cache;
-    o.policy = name;
-    if (name == "window") o.sinks = 0;
+    const size_t colon = item.find(':');
+    o.policy = item.substr(0, colon);
+    if (colon != std::string::npos) o.window = parse_integer(item.substr(colon + 1), 1, "--recall-policies " + item);
+    if (o.policy == "window") o.sinks = 0;
+    if (o.policy != "heads") o.head_roles = nullptr, o.retrieval_window = -1;
     policies.push_back({recall_policy_label(o, model), o});
   }
   const std::vector<RecallCurve> curves = run_recall_probe(decoder, source, window, policies, options);
@@ -192,7 +182,8 @@ int run_stream_command(const std::vector<std::string>& argv) {
     std::fprintf(stderr, "[stream] %s %s (positions: %s): %zu tokens\n", policy->name().c_str(), label.c_str(),
                  position_rule_name(rule), ids.size());
     nlohmann::json entry = {{"cache", policy->name()}, {"config", label}, {"sinks", policy->sinks()},
-                            {"window", policy->budget()}, {"positions", position_rule_name(rule)}};
+                            {"window", policy->budget()}, {"positions", position_rule_name(rule)},
+                            {"kv_bytes_per_stream", kv_bytes_per_stream(*policy, model, static_cast<int64_t>(ids.size()))}};
     auto result = streaming_perplexity(decoder, std::move(policy), rule, ids, options);
     entry.update(result.summary(options.segment));
     if (args.has("nll-out")) write_nll(args.has("compare") ? args.get("nll-out") + "." + label : args.get("nll-out"), result.nll);

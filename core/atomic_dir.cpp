@@ -51,6 +51,18 @@ void write_file_durable(const std::string& path, const std::string& text) {
 
 void fsync_directory(const std::string& path) { fsync_path(path, O_RDONLY | O_DIRECTORY); }
 
+void write_file_atomic(const std::string& path, const std::string& text) {
+  const std::string staging = path + ".tmp-" + std::to_string(::getpid());
+  write_file_durable(staging, text);
+  if (::rename(staging.c_str(), path.c_str()) != 0) {
+    const std::string why = errno_text();
+    fs::remove(staging);
+    fail(path, ": cannot replace: ", why);
+  }
+  const fs::path parent = fs::path(path).parent_path();
+  fsync_directory(parent.empty() ? "." : parent.string());
+}
+
 AtomicDirWriter::AtomicDirWriter(std::string final_dir, const std::string& staging_suffix, Staging staging)
     : final_(std::move(final_dir)), mode_(staging) {
   while (!final_.empty() && final_.back() == '/') final_.pop_back();

@@ -11,6 +11,8 @@ namespace sinklm {
 void write_file_durable(const std::string& path, const void* data, size_t size);
 void write_file_durable(const std::string& path, const std::string& text);
 void fsync_directory(const std::string& path);
+// One file replaced atomically: written to "<path>.tmp-<pid>", fsync'ed, renamed over `path`.
+void write_file_atomic(const std::string& path, const std::string& text);
 
 class AtomicDirWriter {
  public:

@@ -20,7 +20,7 @@ struct PolicyRun {
   std::vector<int64_t> top1;
   std::vector<float> nll;
   KvTrace kv;
-  int64_t budget = 0;
+  int64_t budget = 0, kv_bytes = 0;
 };
 
 PolicyRun run_policy(CachedDecoder& decoder, CacheOptions cache, const std::vector<int64_t>& ids, int64_t chunk) {
@@ -28,6 +28,7 @@ PolicyRun run_policy(CachedDecoder& decoder, CacheOptions cache, const std::vect
   std::shared_ptr<const KvCachePolicy> policy = make_cache_policy(cache, decoder.config(), "--recall-policies");
   PolicyRun run;
   run.budget = policy->budget();
+  run.kv_bytes = kv_bytes_per_stream(*policy, decoder.config(), static_cast<int64_t>(ids.size()));
   run.top1.assign(ids.size(), -1);
   run.nll.assign(ids.size(), 0);
   run.kv = stream_logits(decoder, policy, cache.positions, KeyRotation::Relative, ids, chunk, chunk,
@@ -111,6 +112,7 @@ std::vector<RecallCurve> run_recall_probe(CachedDecoder& decoder, const FactReca
     for (size_t i = 0; i < policies.size(); ++i) {
       const PolicyRun run = i == 0 ? reference : run_policy(decoder, policies[i].cache, ids, options.chunk);
       curves[i].budget = std::max(curves[i].budget, run.budget);
+      curves[i].kv_bytes = std::max(curves[i].kv_bytes, run.kv_bytes);
       curves[i].points.push_back(measure(stream, offset, run, reference, distance, window));
     }
   }
@@ -136,7 +138,7 @@ nlohmann::json recall_probe_json(const std::vector<RecallCurve>& curves, const F
     }
     out["policies"].push_back({{"label", c.policy.label}, {"cache", c.policy.cache.policy},
                                {"positions", position_rule_name(c.policy.cache.positions)}, {"budget", c.budget},
-                               {"points", points}});
+                               {"kv_bytes_per_stream", c.kv_bytes}, {"points", points}});
   }
   return out;
 }
@@ -149,7 +151,8 @@ std::string recall_probe_table(const std::vector<RecallCurve>& curves, const Fac
     out += str(" d=", p.distance, p.distance > window ? " (>W)" : "", " |");
     rule += "---|";
   }
-  out += " filler NLL after eviction | agreement with " + curves[0].policy.label + " |\n" + rule + "---|---|\n";
+  out += " filler NLL after eviction | agreement with " + curves[0].policy.label + " | K/V KiB per stream |\n" + rule +
+         "---|---|---:|\n";
   for (const RecallCurve& c : curves) {
     out += "| " + c.policy.label + " |";
     double nll = 0, agreement = 0;
@@ -161,9 +164,10 @@ std::string recall_probe_table(const std::vector<RecallCurve>& curves, const Fac
       if (std::isfinite(p.filler_nll_after)) nll += p.filler_nll_after, ++n;
       agreement += p.agreement;
     }
-    char tail[64];
-    std::snprintf(tail, sizeof tail, " %.3f | %.3f |\n", mean_or_nan(nll, n),
-                  agreement / static_cast<double>(std::max<size_t>(c.points.size(), 1)));
+    char tail[96];
+    std::snprintf(tail, sizeof tail, " %.3f | %.3f | %.1f |\n", mean_or_nan(nll, n),
+                  agreement / static_cast<double>(std::max<size_t>(c.points.size(), 1)),
+                  static_cast<double>(c.kv_bytes) / 1024.0);
     out += tail;
   }
   return out;

@@ -10,7 +10,8 @@
 //                entries first evicts) and from it on; the same split for every policy
 //   agreement    share of positions whose top-1 next token equals that of the reference policy (the first
 //                one, `full` by default) on the same stream: output stability, teacher-forced
-//   KV entries   the most held, and the trace over the stream
+//   KV entries   the most held, and the trace over the stream; K/V bytes per stream (all layers and heads,
+//                the measure of memory when heads keep different budgets)
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -33,7 +34,7 @@ struct RecallProbeOptions {
 // Cache policies to compare; policies[0] is the reference of `agreement`. A `full` policy's limit is set
 // per stream to that stream's length.
 struct RecallPolicy {
-  std::string label;  // e.g. "full", "window 0+64", "sink_window 1+63"
+  std::string label;  // e.g. "full", "window 0+64", "sink_window 1+63", "heads 1+31/1+127"
   CacheOptions cache;
 };
 
@@ -49,11 +50,12 @@ struct RecallPoint {
 
 struct RecallCurve {
   RecallPolicy policy;
-  int64_t budget = 0;  // W (full: the longest stream)
+  int64_t budget = 0;          // W (full: the longest stream; heads: the retrieval budget)
+  int64_t kv_bytes = 0;        // the most K/V bytes one stream held (kv_bytes_per_stream)
   std::vector<RecallPoint> points;
 };
 
-// "full", or the policy's name and label: "window 0+64", "sink_window 1+63".
+// "full", or the policy's name and label: "window 0+64", "sink_window 1+63", "heads 1+31/1+127".
 std::string recall_policy_label(const CacheOptions& cache, const ModelConfig& model);
 
 // Defaults for a cache of W entries: d = W/8, W/4, W/2, 3W/4, W - 8, W + 8, 5W/4, 3W/2, 2W, 4W (at least 4,

@@ -2,6 +2,9 @@
 
 #include <torch/torch.h>
 
+#include <map>
+#include <tuple>
+
 #include "core/error.h"
 
 namespace sinklm {
@@ -125,6 +128,8 @@ int64_t DecoderStream::cache_allocated_entries() const {
   return cache_ ? cache_->allocated_entries() : static_cast<int64_t>(held_tokens_.size());
 }
 
+int64_t DecoderStream::kv_bytes() const { return cache_ ? cache_->kv_bytes() : 0; }
+
 CacheSnapshot DecoderStream::snapshot() const {
   if (cache_) return cache_->snapshot();
   CacheSnapshot s;
@@ -145,7 +150,7 @@ void DecoderStream::record(const std::vector<int64_t>& ids) {
   }
 }
 
-CachedDecoder::CachedDecoder(GPTNeoXForCausalLM model) : model_(std::move(model)) {
+CachedDecoder::CachedDecoder(GPTNeoXForCausalLM model) : model_(std::move(model)), pools_(device()) {
   model_->eval();
   pack_projections_for_decoding(*model_);
 }
@@ -216,16 +221,8 @@ void CachedDecoder::pool_decoding_caches(const std::vector<StreamChunk>& chunks)
   int64_t decoding = 0;
   for (const auto& chunk : chunks) decoding += chunk.ids.size() == 1;
   if (decoding < 2) return;  // a lone decoding stream gains nothing from a pool slot
-  const auto& c = config();
-  for (const auto& chunk : chunks) {
-    const auto& policy = chunk.stream->policy();
-    if (chunk.ids.size() != 1 || !policy.fills_budget()) continue;
-    auto& pool = pools_[{policy.sinks(), policy.recent_capacity(), policy.kv_dtype()}];
-    if (!pool)
-      pool = std::make_shared<KvPool>(c.num_layers, c.num_heads, policy.sinks(), policy.recent_capacity(), c.head_dim(),
-                                      policy.kv_dtype(), device());
-    chunk.stream->cache_->adopt_pool(pool);
-  }
+  for (const auto& chunk : chunks)
+    if (chunk.ids.size() == 1 && chunk.stream->policy().fills_budget()) chunk.stream->cache_->adopt_pool(pools_);
 }
 
 torch::Tensor CachedDecoder::recompute_step(const StreamChunk& chunk, LogitsWanted wanted) {

@@ -10,8 +10,6 @@
 #include <torch/types.h>
 
 #include <deque>
-#include <map>
-#include <tuple>
 #include <memory>
 #include <vector>
 
@@ -33,6 +31,7 @@ class DecoderStream {
   // KV entries held (recompute: tokens held), counted from storage; never above policy().budget().
   int64_t entries() const;
   int64_t cache_allocated_entries() const;  // storage slots allocated (recompute: tokens held)
+  int64_t kv_bytes() const;                 // K/V storage allocated, all layers and heads (recompute: 0)
   const KvCachePolicy& policy() const { return *policy_; }
   PositionRule position_rule() const { return rule_; }
   std::shared_ptr<const KvCachePolicy> shared_policy() const { return policy_; }
@@ -51,6 +50,15 @@ class DecoderStream {
   std::unique_ptr<StreamCache> cache_;  // null for recompute
   std::deque<int64_t> held_tokens_;
   int64_t length_ = 0;
+};
+
+// K/V held by a set of streams: entries (per stream, the union over heads) and bytes of storage.
+struct KvUsage {
+  int64_t entries = 0, bytes = 0;
+  void add(const DecoderStream& stream) {
+    entries += stream.entries();
+    bytes += stream.kv_bytes();
+  }
 };
 
 struct StreamChunk {
@@ -87,7 +95,7 @@ class CachedDecoder {
   GPTNeoXForCausalLM model_;
   bool batched_decode_ = true;
   int64_t batched_decode_tokens_ = 0;
-  std::map<std::tuple<int64_t, int64_t, torch::ScalarType>, std::shared_ptr<KvPool>> pools_;  // by (S, R, dtype)
+  KvPools pools_;  // the shared K/V storage of decoding streams, by shape
 };
 
 }  // namespace sinklm

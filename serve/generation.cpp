@@ -172,10 +172,10 @@ int64_t GenerationEngine::step() {
   return tokens;
 }
 
-int64_t GenerationEngine::kv_entries() const {
-  int64_t total = 0;
-  for (const auto& g : active_) total += g->stream().entries();
-  return total;
+KvUsage GenerationEngine::kv_usage() const {
+  KvUsage usage;
+  for (const auto& g : active_) usage.add(g->stream());
+  return usage;
 }
 
 void GenerationEngine::abort_all(const std::string& message) {

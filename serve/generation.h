@@ -104,7 +104,7 @@ class GenerationEngine {
   // One batched forward pass over the active generations; finished ones leave. Returns tokens processed.
   int64_t step();
   size_t active() const { return active_.size(); }
-  int64_t kv_entries() const;  // held by the active generations' streams
+  KvUsage kv_usage() const;  // held by the active generations' streams
   void abort_all(const std::string& message);  // every active generation ends with "error"
 
  private:

@@ -54,7 +54,9 @@ void GenerationWorker::run() {
     std::lock_guard<std::mutex> lock(mutex_);
     running_ = engine_.active();
     metrics_.active_streams = running_;
-    metrics_.active_kv_entries = engine_.kv_entries();
+    const KvUsage kv = engine_.kv_usage();
+    metrics_.active_kv_entries = kv.entries;
+    metrics_.active_kv_bytes = kv.bytes;
     if (stopping_) engine_.abort_all("the server is shutting down");
   }
 }

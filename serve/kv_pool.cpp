@@ -53,4 +53,12 @@ void KvPool::release(Slot slot) {
   pages_[slot.page].used[slot.index] = false;
 }
 
+std::shared_ptr<KvPool> KvPools::get(int64_t layers, int64_t heads, int64_t sinks, int64_t recent, int64_t head_dim,
+                                     torch::ScalarType dtype, int64_t tag) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& pool = pools_[{layers, heads, sinks, recent, head_dim, dtype, tag}];
+  if (!pool) pool = std::make_shared<KvPool>(layers, heads, sinks, recent, head_dim, dtype, device_);
+  return pool;
+}
+
 }  // namespace sinklm

@@ -10,9 +10,11 @@
 #pragma once
 #include <torch/types.h>
 
-#include <memory>
 #include <deque>
+#include <map>
+#include <memory>
 #include <mutex>
+#include <tuple>
 #include <vector>
 
 namespace sinklm {
@@ -50,6 +52,22 @@ class KvPool {
   torch::ScalarType dtype_;
   torch::Device device_;
   std::deque<Page> pages_;  // never freed (a server's peak of streams is its steady state); never moved
+  std::mutex mutex_;
+};
+
+// The pools of one decoder, one per shape and tag: a cache asks for the pool of its own shape, and a
+// head-aware cache (serve/stream_cache.h) pools each layer's head group apart (tag: its place in the model),
+// so that the streams decoding together take the same slot run in every one of its pools.
+class KvPools {
+ public:
+  explicit KvPools(torch::Device device) : device_(device) {}
+  std::shared_ptr<KvPool> get(int64_t layers, int64_t heads, int64_t sinks, int64_t recent, int64_t head_dim,
+                              torch::ScalarType dtype, int64_t tag);  // thread-safe
+
+ private:
+  torch::Device device_;
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, torch::ScalarType, int64_t>, std::shared_ptr<KvPool>>
+      pools_;
   std::mutex mutex_;
 };
 

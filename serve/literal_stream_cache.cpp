@@ -71,6 +71,9 @@ class LiteralStreamCache : public StreamCache {
   int64_t max_chunk(int64_t preferred) const override { return preferred; }
   int64_t entries() const override { return keys_[0].size(1); }
   int64_t allocated_entries() const override { return keys_[0].size(1); }
+  int64_t kv_bytes() const override {
+    return 2 * static_cast<int64_t>(keys_.size()) * keys_[0].numel() * static_cast<int64_t>(keys_[0].element_size());
+  }
 
   CacheSnapshot snapshot() const override {
     CacheSnapshot s;
@@ -92,16 +95,15 @@ class LiteralStreamCache : public StreamCache {
 }  // namespace
 
 void check_snapshot(const CacheSnapshot& s, const KvCachePolicy& policy, const ModelConfig& model) {
-  const int64_t expected = policy.entries_after(s.stream_length);
-  if (static_cast<int64_t>(s.keys.size()) != model.num_layers || s.values.size() != s.keys.size())
-    fail("cache snapshot has ", s.keys.size(), " layers of keys, the model has ", model.num_layers);
-  for (size_t l = 0; l < s.keys.size(); ++l) {
-    const std::vector<int64_t> shape{model.num_heads, expected, model.head_dim()};
-    if (s.keys[l].sizes() != shape || s.values[l].sizes() != shape)
-      fail("cache snapshot layer ", l, ": keys ", s.keys[l].sizes(), " / values ", s.values[l].sizes(), ", expected [",
-           model.num_heads, ", ", expected, ", ", model.head_dim(), "] for a ", policy.name(), " ", policy.label(),
-           " cache after ", s.stream_length, " tokens");
-  }
+  const auto shapes = policy.snapshot_shapes(s.stream_length, model);
+  if (s.keys.size() != shapes.size() || s.values.size() != s.keys.size())
+    fail("cache snapshot has ", s.keys.size(), " key tensors, a ", policy.name(), " ", policy.label(), " cache of this model has ",
+         shapes.size());
+  for (size_t i = 0; i < s.keys.size(); ++i)
+    if (s.keys[i].sizes() != shapes[i] || s.values[i].sizes() != shapes[i])
+      fail("cache snapshot tensor ", i, ": keys ", s.keys[i].sizes(), " / values ", s.values[i].sizes(), ", expected ",
+           c10::IntArrayRef(shapes[i]), " for a ", policy.name(), " ", policy.label(), " cache after ", s.stream_length,
+           " tokens");
 }
 
 std::unique_ptr<StreamCache> make_literal_stream_cache(std::shared_ptr<const KvCachePolicy> policy,

@@ -187,7 +187,8 @@ struct OpenAiServer::Impl {
       return httplib::Server::HandlerResponse::Handled;
     });
     http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(metrics.render(sessions.in_memory(), sessions.on_disk(), sessions.idle_kv_entries()),
+      const KvUsage idle = sessions.idle_kv();
+      res.set_content(metrics.render(sessions.in_memory(), sessions.on_disk(), idle.entries, idle.bytes),
                       "text/plain; version=0.0.4");
     });
     guarded_get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {

@@ -48,11 +48,11 @@ class RelativeStreamCache : public StreamCache {
     if (pool_) pool_->release(slot_);
   }
 
-  bool adopt_pool(const std::shared_ptr<KvPool>& pool) override {
-    if (pool_) return pool_ == pool;
-    if (!policy_->fills_budget() || pool->sinks() != policy_->sinks() || pool->recent() != policy_->recent_capacity() ||
-        pool->dtype() != kv_dtype())
-      return false;
+  bool adopt_pool(KvPools& pools, int64_t tag) override {
+    if (pool_) return true;
+    if (!policy_->fills_budget()) return false;
+    auto pool = pools.get(static_cast<int64_t>(keys_.size()), heads_, policy_->sinks(), policy_->recent_capacity(),
+                          head_dim_, kv_dtype(), tag);
     slot_ = pool->acquire();
     pool_ = pool;
     for (size_t l = 0; l < keys_.size(); ++l) {
@@ -133,6 +133,9 @@ class RelativeStreamCache : public StreamCache {
 
   int64_t entries() const override { return sinks_held() + ring_count(); }
   int64_t allocated_entries() const override { return keys_[0].size(1); }
+  int64_t kv_bytes() const override {
+    return 2 * static_cast<int64_t>(keys_.size()) * keys_[0].numel() * static_cast<int64_t>(keys_[0].element_size());
+  }
 
   CacheSnapshot snapshot() const override {
     CacheSnapshot s;
@@ -372,7 +375,7 @@ class RelativeDecodeBatch : public DecodeBatch {
 
 }  // namespace
 
-std::unique_ptr<DecodeBatch> make_decode_batch(const std::vector<StreamCache*>& caches) {
+std::unique_ptr<DecodeBatch> make_relative_decode_batch(const std::vector<StreamCache*>& caches) {
   return RelativeDecodeBatch::build(caches);
 }
 

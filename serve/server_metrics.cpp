@@ -36,7 +36,8 @@ void ServerMetrics::count_response(const std::string& path, int status) {
   ++responses_[{path, status}];
 }
 
-std::string ServerMetrics::render(int64_t sessions_in_memory, int64_t sessions_on_disk, int64_t idle_kv_entries) const {
+std::string ServerMetrics::render(int64_t sessions_in_memory, int64_t sessions_on_disk, int64_t idle_kv_entries,
+                                  int64_t idle_kv_bytes) const {
   std::ostringstream out;
   auto gauge = [&](const char* name, const char* type, const char* help, int64_t value) {
     out << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n" << name << " " << value << "\n";
@@ -46,6 +47,8 @@ std::string ServerMetrics::render(int64_t sessions_in_memory, int64_t sessions_o
   gauge("sinklm_active_streams", "gauge", "generations in the running batch", active_streams);
   gauge("sinklm_kv_entries", "gauge", "KV entries held by active streams and loaded sessions",
         active_kv_entries + idle_kv_entries);
+  gauge("sinklm_kv_bytes", "gauge", "K/V storage bytes of active streams and loaded sessions, all layers and heads",
+        active_kv_bytes + idle_kv_bytes);
   out << "# HELP sinklm_sessions sessions by where they are\n# TYPE sinklm_sessions gauge\n"
       << "sinklm_sessions{where=\"memory\"} " << sessions_in_memory << "\n"
       << "sinklm_sessions{where=\"disk\"} " << sessions_on_disk << "\n";

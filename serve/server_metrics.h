@@ -24,12 +24,14 @@ class LatencyHistogram {
 };
 
 struct ServerMetrics {
-  std::atomic<int64_t> prompt_tokens{0}, generated_tokens{0}, active_streams{0}, active_kv_entries{0};
+  std::atomic<int64_t> prompt_tokens{0}, generated_tokens{0}, active_streams{0}, active_kv_entries{0},
+      active_kv_bytes{0};
   LatencyHistogram step_seconds;     // one batched forward pass = one token of every decoding stream
   LatencyHistogram request_seconds;  // whole completion requests
   void count_response(const std::string& path, int status);
   // Gauges owned elsewhere are passed in at scrape time.
-  std::string render(int64_t sessions_in_memory, int64_t sessions_on_disk, int64_t idle_kv_entries) const;
+  std::string render(int64_t sessions_in_memory, int64_t sessions_on_disk, int64_t idle_kv_entries,
+                     int64_t idle_kv_bytes) const;
 
  private:
   mutable std::mutex mutex_;

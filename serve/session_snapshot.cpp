@@ -41,12 +41,7 @@ std::unique_ptr<DecoderStream> read_one(const std::string& dir, KeyRotation rota
   std::ifstream in(dir + "/state.json");
   if (!in) fail(dir, "/state.json is missing");
   const auto state = nlohmann::json::parse(in);
-  CacheOptions cache;
-  cache.policy = state.at("cache").get<std::string>();
-  cache.window = state.at("window").get<int64_t>();
-  cache.sinks = state.at("sinks").get<int64_t>();
-  cache.kv_dtype = parse_kv_dtype(state.value("kv_dtype", "fp32"), dir + "/state.json: kv_dtype");
-  auto policy = make_cache_policy(cache, model, dir + "/state.json");
+  auto policy = make_cache_policy(cache_options_from_json(state, dir + "/state.json"), model, dir + "/state.json");
   CacheSnapshot snapshot;
   snapshot.stream_length = state.at("stream_length").get<int64_t>();
   if (!policy->recomputes()) {
@@ -79,14 +74,12 @@ std::vector<int64_t> session_snapshot_lengths(const std::string& session_dir) {
 void write_session_snapshot(const std::string& session_dir, const DecoderStream& stream, int keep) {
   const auto lengths = session_snapshot_lengths(session_dir);
   if (lengths.empty() || lengths.back() != stream.length()) {
-    nlohmann::json state = {{"format", 1},
-                            {"cache", stream.policy().name()},
-                            {"window", stream.policy().budget()},
-                            {"sinks", stream.policy().sinks()},
-                            {"positions", position_rule_name(stream.position_rule())},
-                            {"kv_dtype", kv_dtype_name(stream.policy().kv_dtype())},
-                            {"stream_length", stream.length()},
-                            {"held_tokens", std::vector<int64_t>(stream.held_tokens().begin(), stream.held_tokens().end())}};
+    // state.json and kv.pt as in serve/session_snapshot.h.
+    nlohmann::json state = cache_policy_json(stream.policy());
+    state.update({{"format", 1},
+                  {"positions", position_rule_name(stream.position_rule())},
+                  {"stream_length", stream.length()},
+                  {"held_tokens", std::vector<int64_t>(stream.held_tokens().begin(), stream.held_tokens().end())}});
     AtomicDirWriter writer(snapshot_dir(session_dir, stream.length()));
     if (!stream.policy().recomputes()) {
       const CacheSnapshot snapshot = stream.snapshot();

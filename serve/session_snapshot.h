@@ -6,9 +6,13 @@
 // leaves the previous snapshots as they were (and a `snapshot-<L>.tmp-<pid>` directory that is ignored and
 // removed at the next start).
 //   state.json  {"format": 1, "cache", "window", "sinks", "positions", "kv_dtype" ("fp32" | "bf16", the
-//                cache's storage; absent = fp32), "stream_length", "held_tokens", "kv_sha256"}  (held_tokens: the ids at the held positions, sinks then the recent run)
+//                cache's storage; absent = fp32), "stream_length", "held_tokens", "kv_sha256"}
+//                (held_tokens: the ids at the held positions, sinks then the recent run; the policy fields
+//                are serve/kv_cache_policy.h's cache_policy_json, for `heads` also "retrieval_window" and
+//                "head_policy", the head-policy file's fields, so a session never needs that file again)
 //   kv.pt       torch::save of a list of tensors: the keys of every layer, then the values, each [H, N, D]
-//               float32 in cache order with keys un-rotated (CacheSnapshot); absent for recompute caches
+//               float32 in cache order with keys un-rotated (CacheSnapshot; `heads`: one per layer and head
+//               group, [H_g, N_g, D]); absent for recompute caches
 // A snapshot that fails to parse, to load or its sha256 is corrupt: the reader falls back to the next older.
 #pragma once
 #include <cstdint>

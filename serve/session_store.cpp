@@ -195,12 +195,12 @@ int64_t SessionStore::on_disk() const {
   return known_.size() - loaded_.size();
 }
 
-int64_t SessionStore::idle_kv_entries() const {
+KvUsage SessionStore::idle_kv() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  int64_t total = 0;
+  KvUsage usage;
   for (const auto& [id, s] : loaded_)
-    if (!s->busy) total += s->stream->entries();
-  return total;
+    if (!s->busy) usage.add(*s->stream);
+  return usage;
 }
 
 }  // namespace sinklm

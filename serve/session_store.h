@@ -74,7 +74,7 @@ class SessionStore {
   const StreamSettings& settings() const { return settings_; }
   int64_t in_memory() const;
   int64_t on_disk() const;
-  int64_t idle_kv_entries() const;  // KV entries held by loaded sessions that are not generating
+  KvUsage idle_kv() const;  // K/V held by loaded sessions that are not generating
 
  private:
   void save(Session& session) const;

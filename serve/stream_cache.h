@@ -31,8 +31,10 @@ enum class KeyRotation { Relative, Literal };
 // A cache's contents in a position-free form: for persistence and for moving contents to another position.
 struct CacheSnapshot {
   int64_t stream_length = 0;
-  std::vector<torch::Tensor> keys;    // per layer [H, N, D] in cache order, before rotary (float32, CPU)
-  std::vector<torch::Tensor> values;  // per layer [H, N, D]
+  // Per layer [H, N, D] in cache order, before rotary (float32, CPU); for a head-aware policy one tensor per
+  // layer and head group, [H_g, N_g, D] (KvCachePolicy::snapshot_shapes).
+  std::vector<torch::Tensor> keys;
+  std::vector<torch::Tensor> values;  // shaped as keys
 };
 
 class StreamCache {
@@ -50,14 +52,16 @@ class StreamCache {
   // Entries held now (counted from storage) and storage slots allocated; both <= policy().budget().
   virtual int64_t entries() const = 0;
   virtual int64_t allocated_entries() const = 0;
+  // Bytes of K/V storage allocated now, summed over layers (what this stream's cache costs in memory).
+  virtual int64_t kv_bytes() const = 0;
   // Contents, keys un-rotated, in cache order; restore with make_stream_cache(..., &snapshot).
   virtual CacheSnapshot snapshot() const = 0;
   // Replaces the contents of a new cache with a snapshot that check_snapshot() accepted.
   virtual void restore(const CacheSnapshot& snapshot) = 0;
-  // Moves the contents into a slot of `pool` (same S and R as the policy) so that decode steps can be
-  // batched with other streams (DecodeBatch). False when this cache cannot live there (the literal
-  // reference; a policy that does not fill its budget). Idempotent.
-  virtual bool adopt_pool(const std::shared_ptr<KvPool>& pool) { return false; }
+  // Moves the contents into a slot of the pool of its shape in `pools` (tag: which pool of that shape) so
+  // that decode steps can be batched with other streams (DecodeBatch). False when this cache cannot live
+  // there (the literal reference; a policy that does not fill its budget). Idempotent.
+  virtual bool adopt_pool(KvPools& pools, int64_t tag = -1) { return false; }
   // The pool and page this cache lives in after adopt_pool, else {nullptr, -1}: decode tokens batch per page.
   virtual std::pair<const KvPool*, int64_t> pool_page() const { return {nullptr, -1}; }
 
@@ -73,17 +77,22 @@ class StreamCache {
   int64_t stream_length_ = 0;
 };
 
-// UserError unless the snapshot has one [H, N, D] key and value per layer with N = the entries `policy` holds
-// after snapshot.stream_length tokens.
+// UserError unless the snapshot's keys and values have the shapes policy.snapshot_shapes() gives after
+// snapshot.stream_length tokens.
 void check_snapshot(const CacheSnapshot& snapshot, const KvCachePolicy& policy, const ModelConfig& model);
 
-// The implementations (serve/relative_stream_cache.cpp, serve/literal_stream_cache.cpp).
+// The implementations (serve/relative_stream_cache.cpp, serve/literal_stream_cache.cpp), and for a head-aware
+// policy one cache of either kind per layer and head group (serve/head_grouped_stream_cache.cpp): each head
+// group's attention is exactly that of its group's policy.
 std::unique_ptr<StreamCache> make_relative_stream_cache(std::shared_ptr<const KvCachePolicy> policy,
                                                         PositionRule rule, const ModelConfig& model,
                                                         torch::Device device);
 std::unique_ptr<StreamCache> make_literal_stream_cache(std::shared_ptr<const KvCachePolicy> policy,
                                                        PositionRule rule, const ModelConfig& model,
                                                        torch::Device device);
+std::unique_ptr<StreamCache> make_head_grouped_stream_cache(std::shared_ptr<const KvCachePolicy> policy,
+                                                            PositionRule rule, KeyRotation rotation,
+                                                            const ModelConfig& model, torch::Device device);
 
 // One decode token for each of several streams whose caches live in one page of one pool (adopt_pool) and
 // share a position rule, or for one stream in its own storage: each layer's attention for all of them in one
@@ -98,16 +107,22 @@ class DecodeBatch {
 };
 // Null unless every cache is a relative one and, for more than one, every cache is pooled in the same page with
 // the same rule and the batch is dense enough (at least half of the slot run it spans decodes now; otherwise
-// per-stream attention reads less).
-std::unique_ptr<DecodeBatch> make_decode_batch(const std::vector<StreamCache*>& caches);
+// per-stream attention reads less). Head-grouped caches of one head policy batch when each of their groups does.
+std::unique_ptr<DecodeBatch> make_relative_decode_batch(const std::vector<StreamCache*>& caches);
+std::unique_ptr<DecodeBatch> make_head_grouped_decode_batch(const std::vector<StreamCache*>& caches);
+inline std::unique_ptr<DecodeBatch> make_decode_batch(const std::vector<StreamCache*>& caches) {
+  return !caches.empty() && caches[0]->policy().head_aware() ? make_head_grouped_decode_batch(caches)
+                                                             : make_relative_decode_batch(caches);
+}
 
 // `restore`: contents to start from; its entries are placed at the positions the policy holds after
 // restore->stream_length tokens (which may differ from where they were taken).
 inline std::unique_ptr<StreamCache> make_stream_cache(std::shared_ptr<const KvCachePolicy> policy, PositionRule rule,
                                                       KeyRotation rotation, const ModelConfig& model,
                                                       torch::Device device, const CacheSnapshot* restore = nullptr) {
-  auto cache = rotation == KeyRotation::Relative ? make_relative_stream_cache(std::move(policy), rule, model, device)
-                                                 : make_literal_stream_cache(std::move(policy), rule, model, device);
+  auto cache = policy->head_aware() ? make_head_grouped_stream_cache(std::move(policy), rule, rotation, model, device)
+               : rotation == KeyRotation::Relative ? make_relative_stream_cache(std::move(policy), rule, model, device)
+                                                   : make_literal_stream_cache(std::move(policy), rule, model, device);
   if (restore) {
     check_snapshot(*restore, cache->policy(), model);
     cache->restore(*restore);

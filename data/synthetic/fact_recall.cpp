@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/seeded_random.h"
+#include "data/io/read_file.h"
 
 namespace sinklm {
 namespace {
@@ -211,6 +212,21 @@ RecallStream FactRecall::probe(int64_t distance, int64_t pairs, int64_t lead, in
   }
   out.log_prob.clear();
   return out;
+}
+
+FactRecall read_recall_source(const std::string& dir, const std::string& flag) {
+  const std::string path = dir + "/manifest.json";
+  nlohmann::json manifest;
+  try {
+    manifest = nlohmann::json::parse(read_file(path));
+  } catch (const nlohmann::json::exception& e) {
+    fail(flag, " ", path, ": not JSON (", e.what(), ")");
+  }
+  const nlohmann::json synthetic = manifest.value("synthetic", nlohmann::json::object());
+  if (synthetic.value("task", "") != "recall" || !synthetic.contains("recall"))
+    fail(flag, " ", dir, ": not a recall source (synthetic.task is ", synthetic.value("task", std::string("missing")),
+         "); write one with `sinklm prepare synthetic --task recall --out ", dir, "`");
+  return FactRecall(recall_options_from_json(synthetic["recall"], path));
 }
 
 }  // namespace sinklm

@@ -60,6 +60,11 @@ struct RecallStream {
 nlohmann::json recall_options_json(const FactRecallOptions& options);
 FactRecallOptions recall_options_from_json(const nlohmann::json& json, const std::string& path);
 
+class FactRecall;
+// The recall source that `prepare synthetic --task recall` wrote into `dir` (its manifest's synthetic.recall);
+// UserError naming `flag` and the directory otherwise.
+FactRecall read_recall_source(const std::string& dir, const std::string& flag);
+
 class FactRecall {
  public:
   // UserError naming the flag when an option is out of range (options are command-line flags).

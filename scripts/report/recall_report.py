@@ -2,11 +2,14 @@
 
 usage: recall_report.py OUT_DIR RECALL_DIR RUN [RUN ...]
   RECALL_DIR (relative to OUT_DIR) holds data/manifest.json (`sinklm prepare synthetic --task recall`), per run
-  NAME the training run NAME/ and probe-NAME.json (`sinklm stream --recall`).
+  NAME the training run NAME/, probe-NAME.json (`sinklm stream --recall`), and where the head-aware cache ran,
+  heads-recall-loss-NAME.json / heads-attention-mass-NAME.json (`sinklm analyze --classify-heads`) and
+  probe-mass-NAME.json (the probe of the heads chosen by attention mass).
 
-Per run: recall accuracy by fact-to-query distance for every cache policy (chance and the cache size beside
-it), the filler's NLL after the cache first evicts, and top-1 agreement with the full cache; one PNG with a
-panel per run (accuracy vs distance, one line per policy, W marked).
+Per run: recall accuracy by fact-to-query distance for every cache policy (chance, the cache size and the
+K/V bytes per stream beside it), the filler's NLL after the cache first evicts, and top-1 agreement with the
+full cache; each head's two scores and the heads each chose; the head-aware cache against the sink+window
+cache of equal memory; one PNG with a panel per run (accuracy vs distance, one line per policy, W and R marked).
 """
 import json
 import os
@@ -39,13 +42,15 @@ def table(name, result, trained):
     print(f"**{name}** ({result['sink_mode']}), cache W = {window}, {result['pairs']} queries per distance, "
           f"chance {result['chance']:.3f}:\n")
     print("| policy | " + " | ".join(f"d={p['distance']}" + (" (>W)" if p["distance"] > window else "") for p in points)
-          + " | filler NLL after eviction | agreement with " + result["reference"] + " | KV entries (most) |")
-    print("|---|" + "---|" * (len(points) + 3))
+          + " | filler NLL after eviction | agreement with " + result["reference"] + " | KV entries (most) | K/V KiB per stream |")
+    print("|---|" + "---|" * (len(points) + 4))
     for policy in result["policies"]:
         nll = [p["filler_nll_after_eviction"] for p in policy["points"] if p["filler_nll_after_eviction"] is not None]
-        agreement = sum(p["agreement_with_reference"] for p in policy["points"]) / len(policy["points"])
+        agreed = [p["agreement_with_reference"] for p in policy["points"] if p["agreement_with_reference"] is not None]
+        agreement = f"{sum(agreed) / len(agreed):.3f}" if agreed else "-"
         print(f"| {policy['label']} | " + " | ".join(f"{p['accuracy']:.2f}" for p in policy["points"])
-              + f" | {sum(nll) / len(nll):.3f} | {agreement:.3f} | {max(p['max_kv_entries'] for p in policy['points'])} |")
+              + f" | {sum(nll) / len(nll):.3f} | {agreement} | {max(p['max_kv_entries'] for p in policy['points'])}"
+              + f" | {policy['kv_bytes_per_stream'] / 1024:.1f} |")
     print()
     full = [p for p in result["policies"] if p["cache"] == "full"]
     if full and trained:
@@ -64,6 +69,9 @@ def plot(results, path):
             d = [p["distance"] for p in policy["points"]]
             ax.plot(d, [p["accuracy"] for p in policy["points"]], marker="o", color=f"C{i}", label=policy["label"])
         ax.axvline(result["window"], color="grey", linestyle=":", label=f"cache size W = {result['window']}")
+        heads = [p for p in result["policies"] if p["cache"] == "heads"]
+        if heads:
+            ax.axvline(heads[0]["budget"], color="grey", linestyle="-.", label=f"retrieval budget R = {heads[0]['budget']}")
         ax.axhline(result["chance"], color="black", linestyle="--", linewidth=0.8, label="chance")
         ax.set_xscale("log", base=2)
         ax.set_ylim(-0.02, 1.02)
@@ -75,6 +83,61 @@ def plot(results, path):
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def with_mass_heads(recall_dir, name, result):
+    """Adds the probe of the heads chosen by attention mass (probe-mass-NAME.json) beside those by recall loss."""
+    path = os.path.join(recall_dir, f"probe-mass-{name}.json")
+    if not os.path.exists(path):
+        return result
+    for policy in result["policies"]:
+        if policy["cache"] == "heads":
+            policy["label"] += " (by recall loss)"
+    for policy in load(path)["policies"]:
+        policy["label"] += " (by attention mass)"
+        for point in policy["points"]:  # measured against itself in its own run: no agreement with the reference
+            point["agreement_with_reference"] = None
+        result["policies"].append(policy)
+    return result
+
+
+def classification(recall_dir, name):
+    """Each head's two scores and which heads each score keeps at R (heads-*-NAME.json)."""
+    paths = {s: os.path.join(recall_dir, f"heads-{s}-{name}.json") for s in ("recall-loss", "attention-mass")}
+    if not all(os.path.exists(p) for p in paths.values()):
+        return
+    files = {s: load(p) for s, p in paths.items()}
+    scores, calibration = files["recall-loss"]["scores"], files["recall-loss"]["calibration"]
+    print(f"**{name}: which heads need more than sinks + window** (`sinklm analyze --classify-heads`, W = "
+          f"{calibration['window']}, R = {calibration['retrieval_window']}). Per head: the recall lost when that head alone "
+          f"keeps only {calibration['sinks']}+{calibration['window'] - calibration['sinks']} while every other keeps R "
+          f"(probe distances {calibration['recall_loss']['distances']}, seed {calibration['recall_loss']['seed']}), and its "
+          "attention mass on keys a sink+window cache has evicted; L = kept at R by recall loss, M = by attention mass.\n")
+    heads = len(scores["recall_loss"][0])
+    print("| layer | " + " | ".join(f"head {h}: loss / mass" for h in range(heads)) + " |")
+    print("|---|" + "---|" * heads)
+    for layer, (loss, mass) in enumerate(zip(scores["recall_loss"], scores["attention_mass"])):
+        marks = [("L" if h in files["recall-loss"]["retrieval"][layer] else "")
+                 + ("M" if h in files["attention-mass"]["retrieval"][layer] else "") for h in range(heads)]
+        print(f"| {layer} | " + " | ".join(f"{l:.2f} / {m:.3f} {k}".rstrip() for l, m, k in zip(loss, mass, marks)) + " |")
+    print()
+
+
+def equal_memory(name, result):
+    """Mean accuracy between the equal-memory sink+window budget and R, for it and the head-aware caches."""
+    heads = [p for p in result["policies"] if p["cache"] == "heads"]
+    if not heads:
+        return
+    same = [p for p in result["policies"] if p["cache"] == "sink_window" and p["kv_bytes_per_stream"] == heads[0]["kv_bytes_per_stream"]]
+    if not same:
+        return
+    budget, top = same[0]["budget"], heads[0]["budget"]
+    def mean(policy):
+        acc = [p["accuracy"] for p in policy["points"] if budget < p["distance"] < top]
+        return sum(acc) / len(acc) if acc else float("nan")
+    parts = [f"{p['label']} {mean(p):.2f}" for p in same + heads]
+    print(f"- {name}, at equal K/V memory ({same[0]['kv_bytes_per_stream'] / 1024:.0f} KiB per stream), mean recall "
+          f"for {budget} < d < {top}: " + "; ".join(parts) + f" (chance {result['chance']:.3f}).")
 
 
 def main(argv):
@@ -94,9 +157,10 @@ def main(argv):
           "perplexity measures local prediction, recall measures what was kept.\n")
     training_rows([os.path.join(recall_dir, run) for run in runs])
     print()
-    results = [(run, load(os.path.join(recall_dir, f"probe-{run}.json"))) for run in runs]
+    results = [(run, with_mass_heads(recall_dir, run, load(os.path.join(recall_dir, f"probe-{run}.json")))) for run in runs]
     for name, result in results:
         table(name, result, trained_length(os.path.join(recall_dir, name)))
+        classification(recall_dir, name)
     plot(results, os.path.join(out, "recall.png"))
     print("![recall vs distance](recall.png)\n")
     for name, result in results:
@@ -109,6 +173,7 @@ def main(argv):
                 parts.append(f"{policy['label']} {sum(inside) / len(inside):.2f} within W, "
                              f"{sum(beyond) / len(beyond):.2f} beyond")
         print(f"- {name}: mean accuracy " + "; ".join(parts) + f" (chance {result['chance']:.3f}).")
+        equal_memory(name, result)
     print()
 
 

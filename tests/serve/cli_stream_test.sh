@@ -51,7 +51,7 @@ expect_error "expected cache or stream" --positions absolute
   --test-tokens 500 >/dev/null 2>&1
 "$SINKLM_BIN" stream --threads 1 --checkpoint "$work/ckpt" --recall "$work/recall" --window 32 --distances 8,40 \
   --pairs 5 --json "$work/recall.json" 2>/dev/null >"$work/recall.md"
-grep -q '^| policy | d=8 | d=40 (>W) | filler NLL after eviction | agreement with full |$' "$work/recall.md" ||
+grep -q '^| policy | d=8 | d=40 (>W) | filler NLL after eviction | agreement with full | K/V KiB per stream |$' "$work/recall.md" ||
   { cat "$work/recall.md"; exit 1; }
 "$PYTHON" - "$work" <<'PY'
 import json, sys
@@ -66,6 +66,34 @@ full = r["policies"][0]["points"]
 assert all(p["agreement_with_reference"] == 1 for p in full)
 print("recall probe ok")
 PY
+# The head-aware cache: a head policy from `analyze --classify-heads`, probed beside a sink_window of equal
+# K/V memory (4 of 16 heads keep 64 entries, 12 keep 32: 40 per head), the bytes the same in bench-decode.
+"$SINKLM_BIN" analyze --threads 1 --checkpoint "$work/ckpt" --recall "$work/recall" --classify-heads "$work/heads.json" \
+  --window 32 --retrieval-window 64 --retrieval-heads 4 --score attention-mass --tokens 96 >/dev/null
+heads=(--head-policy "$work/heads.json" --window 32 --retrieval-window 64)
+"$SINKLM_BIN" stream --threads 1 --checkpoint "$work/ckpt" --recall "$work/recall" "${heads[@]}" \
+  --recall-policies sink_window:40,heads --distances 8,48 --pairs 5 --json "$work/heads-probe.json" >/dev/null 2>&1
+"$SINKLM_BIN" bench-decode --threads 1 --checkpoint "$work/ckpt" --cache heads "${heads[@]}" --streams 2 --decode 3 \
+  >"$work/heads-bench.json" 2>/dev/null
+"$PYTHON" - "$work" <<'PY'
+import json, sys
+work = sys.argv[1]
+policy = json.load(open(f"{work}/heads.json"))
+assert sum(map(len, policy["retrieval"])) == 4 and policy["score"] == "attention-mass", policy
+r = json.load(open(f"{work}/heads-probe.json"))
+assert [p["label"] for p in r["policies"]] == ["sink_window 1+39", "heads 1+31/1+63"], r["policies"]
+equal = 16 * 40 * 32 * 2 * 4  # head caches x entries x D x (K, V) x fp32
+assert [p["kv_bytes_per_stream"] for p in r["policies"]] == [equal, equal], r["policies"]
+assert all(pt["max_kv_entries"] == 64 for pt in r["policies"][1]["points"]), r["policies"][1]
+b = json.load(open(f"{work}/heads-bench.json"))
+assert b["kv_bytes_per_stream"] == equal and b["kv_entries_per_head"] == 40 and b["config"] == "1+31/1+63", b
+print("head-aware cache ok")
+PY
+expect_error "needs --head-policy FILE" --cache heads --window 32
+expect_error "apply to the heads cache only" --cache sink_window --head-policy "$work/heads.json"
+echo '{"format": "sinklm-head-policy", "layers": 4, "heads": 4, "retrieval": [[9], [], [], []]}' >"$work/bad-heads.json"
+expect_error "bad-heads.json: \"retrieval\"\[0\] has 9" --cache heads --head-policy "$work/bad-heads.json"
+
 expect_recall_error() {  # expect_recall_error <text in the message> <args...>
   local want="$1"; shift
   if "$SINKLM_BIN" stream --threads 1 --checkpoint "$work/ckpt" "$@" >/dev/null 2>"$work/err"; then
@@ -76,7 +104,7 @@ expect_recall_error() {  # expect_recall_error <text in the message> <args...>
 "$SINKLM_BIN" prepare synthetic --out "$work/backcopy" --train-tokens 2000 --validation-tokens 500 --test-tokens 500 \
   >/dev/null 2>&1
 expect_recall_error "--recall $work/backcopy: not a recall source" --recall "$work/backcopy"
-expect_recall_error "'2' is not a distance of at least 4" --recall "$work/recall" --distances 8,2
+expect_recall_error "'2' is not an integer of at least 4" --recall "$work/recall" --distances 8,2
 expect_recall_error "give exactly one of" --recall "$work/recall" --text "$work/text.txt"
 if "$SINKLM_BIN" prepare synthetic --task recall --triggers 3 --out "$work/r2" >/dev/null 2>"$work/err"; then
   echo "prepare synthetic --task recall --triggers should fail"; exit 1

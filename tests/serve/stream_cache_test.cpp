@@ -15,43 +15,6 @@ std::vector<int64_t> with_sink_tokens(const ModelConfig& c, const std::vector<in
   return with_sink_prefix(c, ids);
 }
 
-// Drives the same streams through two decoders step by step: `batched` pools the caches and batches decode
-// tokens, `alone` attends stream by stream. Step s gives every stream one token, except that stream
-// s % streams gets a prefill chunk of 3 (mixed prefill and decode in one step). Streams start at staggered
-// lengths (some inside their sinks) and run past the window, so eviction and the ring's wrap are covered.
-// Returns the largest relative error of any chunk's logits.
-double batched_against_alone(const GPTNeoXForCausalLM& model, std::shared_ptr<const KvCachePolicy> policy,
-                             PositionRule rule, int64_t streams, int64_t steps, int64_t* batched_tokens) {
-  const auto& c = model->config();
-  CachedDecoder batched(model), alone(model);
-  alone.set_batched_decode(false);
-  std::vector<std::unique_ptr<DecoderStream>> a, b;
-  for (int64_t i = 0; i < streams; ++i) {
-    a.push_back(std::make_unique<DecoderStream>(policy, rule, KeyRotation::Relative, c, torch::kCPU));
-    b.push_back(std::make_unique<DecoderStream>(policy, rule, KeyRotation::Relative, c, torch::kCPU));
-    const auto start = with_sink_tokens(c, random_token_ids(2 * i + 1, c.tokenizer_vocab_size, 40 + i));
-    stream_logits(batched, *a[i], start, 1);
-    stream_logits(alone, *b[i], start, 1);
-  }
-  double worst = 0;
-  const auto ids = random_token_ids(steps * streams * 3, c.tokenizer_vocab_size, 77);
-  size_t next = 0;
-  for (int64_t s = 0; s < steps; ++s) {
-    std::vector<StreamChunk> ca, cb;
-    for (int64_t i = 0; i < streams; ++i) {
-      const int64_t take = i == s % streams ? a[i]->max_chunk(3) : 1;
-      std::vector<int64_t> part(ids.begin() + next, ids.begin() + next + take);
-      next += take;
-      ca.push_back({a[i].get(), part});
-      cb.push_back({b[i].get(), part});
-    }
-    auto la = batched.step(ca, LogitsWanted::All), lb = alone.step(cb, LogitsWanted::All);
-    for (int64_t i = 0; i < streams; ++i) worst = std::max(worst, relative_error(la[i], lb[i]));
-  }
-  *batched_tokens = batched.batched_decode_tokens();
-  EXPECT_EQ(alone.batched_decode_tokens(), 0);
-  return worst;
-}
 
 TEST(CachedDecoder, FullCacheEqualsWholeSequenceForwardForEverySinkMode) {
   for (const std::string& mode : testing_support::sink_mode_names()) {

@@ -9,6 +9,10 @@ then the recall probe (`sinklm stream --recall`, W = 32) plants facts exactly d 
   beyond the cache   both answer at chance: accuracy <= chance + BEYOND at every d > W, though the same
                      model found the same kind of fact a moment earlier (the sink keeps local prediction, not
                      evicted facts)
+  heads              `sinklm analyze --classify-heads` (recall loss) picks RETRIEVAL of the 8 heads to keep
+                     R = 4 W entries, the rest keep W; at equal K/V memory to a sink+window cache of W_eq
+                     entries, the head-aware cache's mean accuracy over W_eq < d < R beats that cache's by
+                     >= AHEAD, and it still finds a fact inside W
 
 Margins sit below what was measured (docs/results.md, "What a sink does not keep"). `--untrained` measures a
 freshly initialised model (`sinklm init`) instead: the test must then fail on the recall inside the cache.
@@ -20,8 +24,10 @@ import time
 
 from sinklm_test import check, config, finish, run_sinklm, temp_dir
 
-FOUND, BEYOND, WINDOW = 0.8, 0.12, 32
-DISTANCES = [4, 8, 16, 24, 40, 64, 128]
+FOUND, BEYOND, AHEAD, WINDOW, RETRIEVAL = 0.8, 0.12, 0.4, 32, 3
+RETRIEVAL_WINDOW = 4 * WINDOW
+EQUAL = -(-(RETRIEVAL * RETRIEVAL_WINDOW + (8 - RETRIEVAL) * WINDOW) // 8)  # 8 heads (configs/recall.yaml)
+DISTANCES = [4, 8, 16, 24, 40, 64, 80, 96, 112, 128]
 
 
 def checkpoint_of(work, data, trained):
@@ -47,12 +53,30 @@ def main():
         if not os.path.exists(f"{data}/manifest.json"):
             run_sinklm("prepare", "synthetic", "--task", "recall", "--out", data, "--seed", "3")
         ckpt = checkpoint_of(work, data, not args.untrained)
+        run_sinklm("analyze", "--checkpoint", ckpt, "--recall", data, "--classify-heads", f"{work}/heads.json",
+                   "--window", WINDOW, "--retrieval-window", RETRIEVAL_WINDOW, "--retrieval-heads", RETRIEVAL,
+                   "--threads", "1")
         run_sinklm("stream", "--checkpoint", ckpt, "--recall", data, "--window", str(WINDOW), "--threads", "1",
-                   "--recall-policies", "window,sink_window", "--distances", ",".join(map(str, DISTANCES)),
+                   "--recall-policies", f"window,sink_window,sink_window:{EQUAL},heads", "--head-policy", f"{work}/heads.json",
+                   "--retrieval-window", RETRIEVAL_WINDOW, "--distances", ",".join(map(str, DISTANCES)),
                    "--json", f"{work}/probe.json")
         probe = json.load(open(f"{work}/probe.json"))
         chance = probe["chance"]
-        for policy in probe["policies"]:
+        window, sink_window, equal, heads = probe["policies"]
+        check(equal["kv_bytes_per_stream"] == heads["kv_bytes_per_stream"], "the head-aware cache and sink_window "
+              f"{EQUAL} hold the same K/V memory", f"{equal['kv_bytes_per_stream']} vs {heads['kv_bytes_per_stream']} bytes")
+        far = {}
+        for policy in (equal, heads):
+            accuracy = {p["distance"]: p["accuracy"] for p in policy["points"]}
+            print(f"{policy['label']}: accuracy by distance {accuracy}", flush=True)
+            far[policy["cache"]] = [accuracy[d] for d in DISTANCES if EQUAL < d < RETRIEVAL_WINDOW]
+        check(min(p["accuracy"] for p in heads["points"] if p["distance"] < WINDOW - 1) >= FOUND,
+              "heads: a fact inside W is found")
+        mean = {name: sum(a) / len(a) for name, a in far.items()}
+        check(mean["heads"] >= mean["sink_window"] + AHEAD, "the head-aware cache keeps facts a sink+window cache of equal "
+              "memory has evicted", f"mean accuracy {mean['heads']:.2f} vs {mean['sink_window']:.2f} at {EQUAL} < d < "
+              f"{RETRIEVAL_WINDOW} (need {AHEAD} more)")
+        for policy in (window, sink_window):
             accuracy = {p["distance"]: p["accuracy"] for p in policy["points"]}
             print(f"{policy['label']}: accuracy by distance {accuracy} (chance {chance:.3f})", flush=True)
             inside = [accuracy[d] for d in DISTANCES if d < WINDOW - 1]
