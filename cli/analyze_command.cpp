@@ -10,9 +10,10 @@
 //   gate_mean        mean output gate, over every position (gated models)
 //   gate_dormant     fraction of those gates below 0.1: "dormant by gate" (gated models)
 // With --classify-heads FILE it instead writes a head-policy file (serve/head_roles.h) for `--cache heads`:
-// per layer and head the attention mass beyond sinks + window W (eval/head_classification.h) over the
-// segments of --text or of a recall source's stream (--recall DIR), and the --retrieval-heads K heads of
-// largest mass as retrieval heads.
+// per layer and head the attention mass beyond sinks + window W over the segments of --text or of a recall
+// source's stream (--recall DIR), with a recall source also the recall each head loses when it alone keeps
+// only W (eval/head_classification.h); the --retrieval-heads K heads of largest --score (recall-loss when
+// there is a recall source, else attention-mass) become retrieval heads.
 // Output directory:
 //   heads.json                  {"checkpoint", "sink_mode", ..., "layers": [{"layer", "heads": [{"head",
 //                               "sink_token"?, "first_positions": [k], "implicit_sink"?, "gate_mean"?,
@@ -27,9 +28,9 @@
 #include <torch/torch.h>
 
 #include <fstream>
-#include <optional>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "core/args.h"
@@ -40,8 +41,8 @@
 #include "data/synthetic/fact_recall.h"
 #include "eval/attention_analysis.h"
 #include "eval/head_classification.h"
-#include "serve/cached_decoder.h"
 #include "eval/heatmap.h"
+#include "serve/cached_decoder.h"
 
 namespace sinklm {
 namespace {
