@@ -103,6 +103,7 @@ void Generation::emit_text(bool final) {
   }
   GenerationDelta delta;
   delta.error = error_;
+  delta.failure = failure_;
   if (ready > emitted_) delta.text = text_.substr(emitted_, ready - emitted_);
   emitted_ = std::max(emitted_, ready);
   delta.finish_reason = finish_reason_;
@@ -117,7 +118,8 @@ void Generation::emit_text(bool final) {
   listener_(delta);
 }
 
-void Generation::abort(const std::string& message) {
+void Generation::abort(GenerationFailure why, const std::string& message) {
+  failure_ = why;
   error_ = message;
   finish("error");
 }
@@ -143,14 +145,14 @@ int64_t GenerationEngine::step() {
   std::vector<Generation*> stepping;
   for (const auto& g : active_) {
     if (g->cancel_requested()) {
-      g->abort("cancelled");
+      g->abort(GenerationFailure::Cancelled, "cancelled: the client went away");
       continue;
     }
     auto ids = g->next_chunk(prefill_chunk_);
     try {  // a stream that cannot take the chunk (a full cache at its limit) ends alone
       g->stream().policy().check_append(g->stream().length(), ids.size());
     } catch (const UserError& e) {
-      g->abort(e.what());
+      g->abort(GenerationFailure::ContextFull, e.what());
       continue;
     }
     tokens += ids.size();
@@ -178,9 +180,9 @@ KvUsage GenerationEngine::kv_usage() const {
   return usage;
 }
 
-void GenerationEngine::abort_all(const std::string& message) {
+void GenerationEngine::abort_all(GenerationFailure why, const std::string& message) {
   for (const auto& g : active_)
-    if (!g->finished()) g->abort(message);
+    if (!g->finished()) g->abort(why, message);
   active_.clear();
 }
 

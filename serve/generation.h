@@ -40,12 +40,22 @@ struct TokenLogprob {
   std::vector<std::pair<int64_t, double>> top;
 };
 
+// Why a generation ended with "error"; the server maps each to an HTTP status (serve/openai_server.cpp).
+enum class GenerationFailure {
+  None,
+  ContextFull,     // the stream cannot take the next chunk (a literal cache at its limit)
+  Cancelled,       // its client went away
+  ServerStopping,  // the server is stopping: the generation ends at the step it is in
+  StepFailed,      // the forward pass threw
+};
+
 struct GenerationDelta {
   std::string text;                // new text, whole UTF-8 characters
   std::vector<int64_t> tokens;     // ids sampled since the last delta (all reach the stream; end-of-text never)
   std::vector<TokenLogprob> logprobs;  // with logprobs/echo: the tokens scored since the last delta
   std::string finish_reason;       // "" while running, then "stop", "length" or "error"
   std::string error;               // with "error": what went wrong (a UserError message)
+  GenerationFailure failure = GenerationFailure::None;  // with "error": why
   int64_t prompt_tokens = 0, completion_tokens = 0;
   int64_t stream_length = 0, kv_entries = 0;  // the stream after this delta (a live view of the bounded cache)
 };
@@ -68,7 +78,7 @@ class Generation {
   // next time, so its cache stays the whole conversation.
   std::vector<int64_t> unfed() const;
   const std::string& text() const { return text_; }
-  void abort(const std::string& message);  // finishes with "error"
+  void abort(GenerationFailure why, const std::string& message);  // finishes with "error"
   // Thread-safe: the engine aborts the generation at its next step (a client that went away).
   void request_cancel() { cancel_requested_ = true; }
   bool cancel_requested() const { return cancel_requested_; }
@@ -94,6 +104,7 @@ class Generation {
   std::vector<TokenLogprob> pending_logprobs_;
   torch::Tensor previous_row_;  // echo: the logits after the previous chunk's last token [V]
   std::string finish_reason_, error_;
+  GenerationFailure failure_ = GenerationFailure::None;
   std::atomic<bool> cancel_requested_{false};
 };
 
@@ -105,7 +116,7 @@ class GenerationEngine {
   int64_t step();
   size_t active() const { return active_.size(); }
   KvUsage kv_usage() const;  // held by the active generations' streams
-  void abort_all(const std::string& message);  // every active generation ends with "error"
+  void abort_all(GenerationFailure why, const std::string& message);  // every active generation ends with "error"
 
  private:
   CachedDecoder& decoder_;

@@ -17,6 +17,9 @@ class GenerationWorker {
   GenerationWorker(CachedDecoder& decoder, int64_t prefill_chunk, ServerMetrics& metrics);
   ~GenerationWorker();  // finishes the running step, aborts the rest, joins
   void submit(std::shared_ptr<Generation> generation);
+  // The server is stopping: every generation, running or queued, ends with ServerStopping at the step it is
+  // in (its tokens so far delivered by its listener), and so does any submitted later.
+  void stop_generating();
   int64_t load() const;  // queued + running generations
 
  private:
@@ -28,7 +31,8 @@ class GenerationWorker {
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Generation>> queue_;
   int64_t running_ = 0;
-  bool stopping_ = false;
+  bool stopping_ = false;  // the destructor: abort everything, then the thread ends
+  bool ending_ = false;    // stop_generating(): abort everything, the thread goes on
   std::thread thread_;
 };
 

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "serve/api_key.h"
@@ -21,6 +22,10 @@
 
 namespace sinklm {
 namespace {
+
+// How long stop() waits for responses to send the tokens generated before it (a client reading them takes
+// milliseconds; one that stopped reading is cut when this runs out).
+constexpr double kStopFlushSeconds = 2;
 
 // Objects keep their keys in insertion order: top_logprobs lists the most likely alternative first.
 using json = nlohmann::ordered_json;
@@ -106,6 +111,17 @@ struct Job {
   int64_t stream_length = 0, kv_entries = 0;  // the first choice's stream when it finished
   bool done() const { return unfinished == 0; }
 };
+
+// The HTTP error of a choice that ended with "error".
+RequestError failure_error(GenerationFailure why, const std::string& message) {
+  switch (why) {
+    case GenerationFailure::ServerStopping:
+      return RequestError(503, "server_stopped", message + " (a session keeps every token generated; retry on another instance)");
+    case GenerationFailure::StepFailed: return RequestError(500, "internal_error", message);
+    case GenerationFailure::Cancelled: return RequestError(400, "cancelled", message);
+    default: return RequestError(400, "context_length_exceeded", message);
+  }
+}
 
 // Usage totals over a request's choices.
 json usage_of(const Job& job, const std::vector<int64_t>& completion_tokens) {
@@ -441,6 +457,7 @@ struct OpenAiServer::Impl {
   json whole_response(Job& job) {
     struct Result {
       std::string text, finish, error;
+      GenerationFailure failure = GenerationFailure::None;
       int64_t completion_tokens = 0;
       std::vector<TokenLogprob> logprobs;
     };
@@ -454,6 +471,7 @@ struct OpenAiServer::Impl {
         r.completion_tokens = d.completion_tokens;
         if (!d.finish_reason.empty()) r.finish = d.finish_reason;
         if (!d.error.empty()) r.error = d.error;
+        if (d.failure != GenerationFailure::None) r.failure = d.failure;
         r.logprobs.insert(r.logprobs.end(), d.logprobs.begin(), d.logprobs.end());
       }
     }
@@ -463,7 +481,7 @@ struct OpenAiServer::Impl {
     for (size_t i = 0; i < results.size(); ++i) {
       const Result& r = results[i];
       const Choice& c = *job.choices[i];
-      if (r.finish == "error") throw RequestError(400, "context_length_exceeded", r.error);
+      if (r.finish == "error") throw failure_error(r.failure, r.error);
       completion_tokens.push_back(r.completion_tokens);
       json choice = {{"index", c.index}, {"finish_reason", r.finish}, {"logprobs", nullptr}};
       if (job.chat) {
@@ -541,16 +559,28 @@ struct OpenAiServer::Impl {
     return out;
   }
 
+  // What a streamed response has sent of each choice.
+  struct StreamProgress {
+    std::vector<bool> started;
+    std::vector<int64_t> text_offset, completion_tokens;
+  };
+
+  // One server-sent event: choice `i`'s delta `d` as a chunk.
+  std::string chunk_event(const Job& job, size_t i, const GenerationDelta& d, StreamProgress& progress) const {
+    const bool first = !progress.started[i];
+    std::string event = "data: " + dump(chunk_json(job, *job.choices[i], d, first, progress.text_offset[i])) + "\n\n";
+    progress.started[i] = true;
+    for (const auto& e : d.logprobs) progress.text_offset[i] += token_bytes(e.id).size();
+    progress.completion_tokens[i] = d.completion_tokens;
+    return event;
+  }
+
   // Server-sent events. Before each write the session's log is fsynced, so every token a client has received
   // survives a crash; the last write (finish chunks, usage, [DONE]) follows finish_session.
   void stream_response(const std::shared_ptr<Job>& job, httplib::Response& res,
                        std::chrono::steady_clock::time_point started) {
     res.set_header("Cache-Control", "no-cache");
-    struct Progress {
-      std::vector<bool> started;
-      std::vector<int64_t> text_offset, completion_tokens;
-    };
-    auto progress = std::make_shared<Progress>();
+    auto progress = std::make_shared<StreamProgress>();
     progress->started.assign(job->choices.size(), false);
     progress->text_offset.assign(job->choices.size(), 0);
     progress->completion_tokens.assign(job->choices.size(), 0);
@@ -566,17 +596,15 @@ struct OpenAiServer::Impl {
             done = job->done();
           }
           std::string events;
-          for (const auto& [i, d] : deltas) {
-            if (d.finish_reason == "error") {
-              events += "data: " + dump(error_body(400, d.error, "context_length_exceeded")) + "\n\n";
+          for (auto& [i, d] : deltas) {
+            if (d.finish_reason == "error") {  // its tokens first (generated and logged), then why it ended
+              const RequestError e = failure_error(d.failure, d.error);
+              d.finish_reason.clear();
+              if (!d.text.empty() || !d.logprobs.empty()) events += chunk_event(*job, i, d, *progress);
+              events += "data: " + dump(error_body(e.status, e.what(), e.code)) + "\n\n";
               continue;
             }
-            const Choice& c = *job->choices[i];
-            const bool first = !progress->started[i];
-            events += "data: " + dump(chunk_json(*job, c, d, first, progress->text_offset[i])) + "\n\n";
-            progress->started[i] = true;
-            for (const auto& e : d.logprobs) progress->text_offset[i] += token_bytes(e.id).size();
-            progress->completion_tokens[i] = d.completion_tokens;
+            events += chunk_event(*job, i, d, *progress);
           }
           if (done) {
             try {
@@ -635,7 +663,13 @@ void OpenAiServer::begin_drain() { impl_->draining = true; }
 int64_t OpenAiServer::requests_in_flight() const { return impl_->in_flight; }
 
 void OpenAiServer::stop() {
-  impl_->http.set_serving(INVALID_SOCKET);  // streamed responses end; then the front stops
+  // Generation ends at the step it is in and each response sends what it holds, so a stream is cut on a token
+  // its session logged and its client received; a client that stops reading gets kStopFlushSeconds.
+  impl_->worker.stop_generating();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kStopFlushSeconds);
+  while (impl_->in_flight > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  impl_->http.set_serving(INVALID_SOCKET);  // streamed responses still running end; then the front stops
   impl_->front.stop();
 }
 
