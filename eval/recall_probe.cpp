@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/seeded_random.h"
+#include "eval/token_nll.h"
 
 namespace sinklm {
 namespace {
@@ -37,8 +38,7 @@ PolicyRun run_policy(CachedDecoder& decoder, CacheOptions cache, const std::vect
     if (rows <= 0) return;
     auto scored = logits.narrow(0, 0, rows);
     auto top1 = scored.argmax(1).cpu().contiguous();
-    auto targets = torch::tensor(std::vector<int64_t>(ids.begin() + first + 1, ids.begin() + first + 1 + rows));
-    auto nll = (-torch::log_softmax(scored, -1).gather(1, targets.to(scored.device()).unsqueeze(1))).squeeze(1).cpu().contiguous();
+    auto nll = token_nll(scored, {ids.begin() + first + 1, ids.begin() + first + 1 + rows});
     std::copy_n(top1.data_ptr<int64_t>(), rows, run.top1.begin() + first);
     std::copy_n(nll.data_ptr<float>(), rows, run.nll.begin() + first);
   });

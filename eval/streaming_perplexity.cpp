@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "eval/token_nll.h"
 
 namespace sinklm {
 namespace {
@@ -59,9 +60,7 @@ StreamingPerplexity streaming_perplexity(CachedDecoder& decoder, std::shared_ptr
     // Position p predicts token p + 1; score the predictions of text tokens 1.. (p >= first_text).
     const int64_t from = std::max(at, first_text), to = std::min<int64_t>(at + logits.size(0), ids.size() - 1);
     if (to <= from) return;
-    auto log_probs = torch::log_softmax(logits.narrow(0, from - at, to - from), -1);
-    auto targets = torch::tensor(std::vector<int64_t>(ids.begin() + from + 1, ids.begin() + to + 1)).to(log_probs.device());
-    auto nll = (-log_probs.gather(1, targets.unsqueeze(1))).squeeze(1).cpu().contiguous();
+    auto nll = token_nll(logits.narrow(0, from - at, to - from), {ids.begin() + from + 1, ids.begin() + to + 1});
     const float* values = nll.data_ptr<float>();
     for (int64_t p = from; p < to; ++p) {
       if (r.eviction_starts_at < 0 && p >= budget) r.eviction_starts_at = r.nll.size();  // cache held > W entries

@@ -173,8 +173,8 @@ LoadedModel load_checkpoint(const std::string& dir, torch::Device device, const 
   LoadedModel out;
   out.config = load_checkpoint_config(dir);
   out.config.apply_overrides(overrides);
-  out.model = GPTNeoXForCausalLM(ModelConfig::from(out.config));
-  load_model_tensors(dir, out.model);
+  out.model = GPTNeoXForCausalLM(ModelConfig::from(out.config), InitialWeights::Loaded);
+  load_model_tensors(dir, out.model);  // every parameter, or it fails
   out.model->to(device);
   return out;
 }

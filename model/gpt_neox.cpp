@@ -72,11 +72,11 @@ GPTNeoXModelImpl::GPTNeoXModelImpl(const ModelConfig& c) {
   final_layer_norm = register_module("final_layer_norm", layer_norm(c));
 }
 
-GPTNeoXForCausalLMImpl::GPTNeoXForCausalLMImpl(const ModelConfig& c)
+GPTNeoXForCausalLMImpl::GPTNeoXForCausalLMImpl(const ModelConfig& c, InitialWeights weights)
     : config_(c), rotary_(c.rotary_dims(), c.rotary_base), sink_parameter_specs_(sink_parameters(c)) {
   gpt_neox = register_module("gpt_neox", GPTNeoXModel(c));
   embed_out = register_module("embed_out", Projection(torch::nn::LinearOptions(c.hidden_size, c.vocab_size).bias(false)));
-  initialize();
+  if (weights == InitialWeights::Drawn) initialize();
 }
 
 torch::Tensor GPTNeoXForCausalLMImpl::hidden_states(const torch::Tensor& input_ids, const torch::Tensor& positions) {

@@ -69,9 +69,13 @@ class GPTNeoXModelImpl : public torch::nn::Module {
 };
 TORCH_MODULE(GPTNeoXModel);
 
+// Drawn: the model's own initialisation (init_seed). Loaded: left as the modules' constructors made them,
+// because a checkpoint overwrites every parameter next (drawing 160M normals took a second per command).
+enum class InitialWeights { Drawn, Loaded };
+
 class GPTNeoXForCausalLMImpl : public torch::nn::Module {
  public:
-  explicit GPTNeoXForCausalLMImpl(const ModelConfig& config);
+  explicit GPTNeoXForCausalLMImpl(const ModelConfig& config, InitialWeights weights = InitialWeights::Drawn);
 
   // input_ids: [B, T] int64; positions: [T] or [B, T] int64 (undefined = 0..T-1). Returns logits [B, T, V].
   torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& positions = {});

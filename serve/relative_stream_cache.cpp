@@ -101,21 +101,35 @@ class RelativeStreamCache : public StreamCache {
 
     auto sink_k = keys_[layer].narrow(1, 0, p.sinks_held), sink_v = values_[layer].narrow(1, 0, p.sinks_held);
     auto ring_k = ring(keys_, layer), ring_v = ring(values_, layer);  // [H, capacity, D]
-    auto scores = torch::cat({torch::matmul(q_sinks, sink_k.transpose(1, 2)),    // [H, T, sinks_held]
-                              torch::matmul(q_recent, ring_k.transpose(1, 2)),   // [H, T, capacity]
-                              torch::matmul(q_recent, k_new.transpose(1, 2))}, -1);  // [H, T, T]
-    scores = scores.to(torch::kFloat32) / std::sqrt(static_cast<double>(head_dim_)) + p.bias;
+    // scores = bias + q · kᵀ / sqrt(D) over [sinks | ring | chunk], each product written into its columns of
+    // one buffer that starts as the mask (0 or -inf): no concatenation, no pass for the scale or the mask.
+    const int64_t capacity = ring_v.size(1);
+    auto scores = p.bias.expand({q.size(0), T, p.bias.size(1)})  // [H, T, sinks_held + capacity + T]
+                      .clone(torch::MemoryFormat::Contiguous);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
+    add_product(scores.narrow(-1, 0, p.sinks_held), q_sinks, sink_k.transpose(1, 2), scale);
+    add_product(scores.narrow(-1, p.sinks_held, capacity), q_recent, ring_k.transpose(1, 2), scale);
+    add_product(scores.narrow(-1, p.sinks_held + capacity, T), q_recent, k_new.transpose(1, 2), scale);
     // A sink column's key meets the query where the literal reference puts it: at the sinks' position.
     auto probs32 = softmax_with_sink(scores, sink, q_sinks);  // [H, T, sinks_held + capacity + T]
     auto probs = probs32.to(dt);
     // probs · [sink_v; ring_v; v] without concatenating the stored values (a copy of the whole cache).
-    const int64_t capacity = ring_v.size(1);
     auto out = torch::matmul(probs.narrow(-1, p.sinks_held + capacity, T), v_new).to(torch::kFloat32);  // [H, T, D]
     if (auto from_sink = sink_value_output(probs32, sink); from_sink.defined()) out = out + from_sink;
     if (p.sinks_held > 0) out = out + torch::matmul(probs.narrow(-1, 0, p.sinks_held), sink_v).to(torch::kFloat32);
     if (capacity > 0) out = out + torch::matmul(probs.narrow(-1, p.sinks_held, capacity), ring_v).to(torch::kFloat32);
     store(layer, k_new, v_new);
     return out;
+  }
+
+  // out [H, m, n] (float32, columns of a larger buffer) += alpha · a [H, m, k] · b [H, k, n], the product in
+  // a's dtype: float32 accumulates in place (baddbmm: no temporary, no extra pass), bf16 is widened first (the
+  // softmax runs in float32). For the scores (k = D, one block of the product) this gives exactly the values
+  // of out + alpha · (a · b).
+  static void add_product(torch::Tensor out, const torch::Tensor& a, const torch::Tensor& b, double alpha) {
+    if (out.numel() == 0 || a.size(-1) == 0) return;
+    if (a.scalar_type() == torch::kFloat32) torch::baddbmm_out(out, out, a, b, 1, alpha);
+    else out.add_(torch::matmul(a, b), alpha);
   }
 
   void advance(int64_t count) override {
