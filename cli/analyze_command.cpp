@@ -7,20 +7,21 @@
 //   sink_token       mass on the sink token(s)                          (token models)
 //   first_positions  mass on each of the first k text positions
 //   implicit_sink    mass absorbed by the sink column, 1 - sum of the row (softmax1 / logit / kv models)
-//   gate_mean        mean output gate, over every position (gated models)
-//   gate_dormant     fraction of those gates below 0.1: "dormant by gate" (gated models)
-// With --classify-heads FILE it instead writes a head-policy file (serve/head_roles.h) for `--cache heads`:
+//   statistics       each statistic the mode's row adds, by its name (model/sink.h: SinkModeSpec::statistics;
+//                    gated: gate_mean, gate_dormant)
+// With --classify-heads FILE it instead writes a head-policy file (decode/head_roles.h) for `--cache heads`:
 // per layer and head the attention mass beyond sinks + window W over the segments of --text or of a recall
 // source's stream (--recall DIR), with a recall source also the recall each head loses when it alone keeps
 // only W (eval/head_classification.h); the --retrieval-heads K heads of largest --score (recall-loss when
 // there is a recall source, else attention-mass) become retrieval heads.
 // Output directory:
 //   heads.json                  {"checkpoint", "sink_mode", ..., "layers": [{"layer", "heads": [{"head",
-//                               "sink_token"?, "first_positions": [k], "implicit_sink"?, "gate_mean"?,
-//                               "gate_dormant"?}]}], "maps": [{"layer", "file", "size",
+//                               "sink_token"?, "first_positions": [k], "implicit_sink"?, and each of the
+//                               mode's statistics by name}]}], "statistics": [{"name", "column",
+//                               "description"}], "maps": [{"layer", "file", "size",
 //                               "range", "values": [M rows of M, null above the diagonal]}]}
 //   analysis.md                 per layer: mean and largest head mass on the sink (token or logit; vanilla:
-//                               position 0), and on position 0; gated: mean gate and dormant fraction
+//                               position 0), and on position 0; a column per statistic of the mode
 //   sink_mass.png               layers (rows) x heads (columns) heatmap of that sink mass, 0..1
 //   attention_map_layer<L>.png  average over heads and segments of the first --map-tokens rows and columns
 //                               of layer L's attention map, 0..max of rows 1.. (row 0 is always [1]; grey:
@@ -39,10 +40,10 @@
 #include "cli/commands.h"
 #include "cli/inference_model.h"
 #include "data/synthetic/fact_recall.h"
-#include "eval/attention_analysis.h"
+#include "model/attention_mass.h"
 #include "eval/head_classification.h"
 #include "eval/heatmap.h"
-#include "serve/cached_decoder.h"
+#include "decode/cached_decoder.h"
 
 namespace sinklm {
 namespace {
@@ -227,19 +228,26 @@ int run_analyze_command(const std::vector<std::string>& argv) {
   const torch::Tensor headline = stats.sink.to(torch::kFloat32).contiguous();
   const std::string headline_name = sink_site_name(site);
   const bool sink_is_not_text = explicit_sink || implicit_sink;
-  const bool gated = stats.gate_mean.defined();
 
   nlohmann::json report = {{"checkpoint", m.checkpoint}, {"sink_mode", sink_mode_name(c.sink_mode)},
                            {"sink_count", sinks},        {"tokenizer", m.codec->description()},
                            {"text", args.get("text")},   {"tokens_per_segment", T},
                            {"segments", segments},       {"first_k", k},
                            {"queries", {far, T}},        {"layers", nlohmann::json::array()}};
+  report["sink_site"] = headline_name;
+  report["statistics"] = nlohmann::json::array();
+  for (const SinkStatistic& statistic : stats.statistic_specs)
+    report["statistics"].push_back(
+        {{"name", statistic.name}, {"column", statistic.column}, {"description", statistic.description}});
   std::ostringstream md;
   md << "Attention analysis of " << m.checkpoint << " (" << sink_mode_name(c.sink_mode) << " sink), " << segments
      << " segments of " << T << " positions, queries " << far << ".." << T - 1 << ".\n\n"
      << "| layer | mean mass on " << headline_name << " | largest head | head"
-     << (sink_is_not_text ? " | mean mass on position 0" : "") << (gated ? " | mean gate | dormant by gate" : "")
-     << " |\n|---:|---:|---:|---:|" << (sink_is_not_text ? "---:|" : "") << (gated ? "---:|---:|" : "") << "\n";
+     << (sink_is_not_text ? " | mean mass on position 0" : "");
+  for (const SinkStatistic& statistic : stats.statistic_specs) md << " | " << statistic.column;
+  md << " |\n|---:|---:|---:|---:|" << (sink_is_not_text ? "---:|" : "");
+  for (size_t s = 0; s < stats.statistics.size(); ++s) md << "---:|";
+  md << "\n";
   for (int64_t l = 0; l < L; ++l) {
     nlohmann::json heads = nlohmann::json::array();
     for (int64_t h = 0; h < H; ++h) {
@@ -248,10 +256,8 @@ int run_analyze_command(const std::vector<std::string>& argv) {
       const torch::Tensor first = stats.first_positions[l][h].contiguous();
       head["first_positions"] = std::vector<double>(first.data_ptr<double>(), first.data_ptr<double>() + k);
       if (implicit_sink) head["implicit_sink"] = stats.sink[l][h].item<double>();
-      if (gated) {
-        head["gate_mean"] = stats.gate_mean[l][h].item<double>();
-        head["gate_dormant"] = stats.gate_dormant[l][h].item<double>();
-      }
+      for (size_t s = 0; s < stats.statistics.size(); ++s)
+        head[stats.statistic_specs[s].name] = stats.statistics[s][l][h].item<double>();
       heads.push_back(head);
     }
     report["layers"].push_back({{"layer", l}, {"heads", heads}});
@@ -264,9 +270,8 @@ int run_analyze_command(const std::vector<std::string>& argv) {
       std::snprintf(row, sizeof row, " %.3f |", position0[l].mean().item<double>());
       md << row;
     }
-    if (gated) {
-      std::snprintf(row, sizeof row, " %.3f | %.3f |", stats.gate_mean[l].mean().item<double>(),
-                    stats.gate_dormant[l].mean().item<double>());
+    for (const torch::Tensor& statistic : stats.statistics) {
+      std::snprintf(row, sizeof row, " %.3f |", statistic[l].mean().item<double>());
       md << row;
     }
     md << "\n";

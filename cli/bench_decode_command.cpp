@@ -25,8 +25,8 @@
 #include "core/error.h"
 #include "core/process_memory.h"
 #include "model/checkpoint.h"
-#include "model/few_row_matmul.h"
-#include "serve/cached_decoder.h"
+#include "model/kernels/few_row_matmul.h"
+#include "decode/cached_decoder.h"
 #include "model/kernel_trace.h"
 #include "cli/commands.h"
 #include "cli/inference_model.h"
@@ -56,7 +56,7 @@ double measured_copy_bandwidth(torch::Device device) {
 }
 
 // float32 FLOP/s of the products a decode step runs, on `device`: on an AVX-512 CPU the few-row kernel
-// (model/few_row_matmul.h; 16 rows by a 1 MiB weight, which stays in L2), elsewhere 1024^3 torch::mm.
+// (model/kernels/few_row_matmul.h; 16 rows by a 1 MiB weight, which stays in L2), elsewhere 1024^3 torch::mm.
 double measured_matmul_rate(torch::Device device) {
   const auto options = torch::TensorOptions().device(device);
   if (device.is_cpu() && cpu_has_avx512f()) {

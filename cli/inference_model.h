@@ -17,7 +17,7 @@
 #include "core/args.h"
 #include "data/tokenizers/text_codec.h"
 #include "model/checkpoint.h"
-#include "serve/kv_cache_policy.h"
+#include "decode/kv_cache_policy.h"
 
 namespace sinklm {
 

@@ -1,5 +1,5 @@
 // The `sinklm` program: one binary, one subcommand per job. Each subcommand is a file of cli/ (the tools
-// layer above the libraries core/, data/, model/, train/, serve/, eval/) and is listed here.
+// layer above the libraries core/, data/, model/, decode/, eval/, train/, server/) and is listed here.
 #include <cstdio>
 #include <cstring>
 #include <exception>

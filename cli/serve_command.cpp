@@ -1,4 +1,4 @@
-// sinklm serve: the OpenAI-compatible streaming server (serve/openai_server.h) on a checkpoint.
+// sinklm serve: the OpenAI-compatible streaming server (server/openai_server.h) on a checkpoint.
 #include <torch/torch.h>
 
 #include <cerrno>
@@ -16,13 +16,13 @@
 #include "model/checkpoint.h"
 #include "cli/commands.h"
 #include "cli/inference_model.h"
-#include "serve/openai_server.h"
+#include "server/openai_server.h"
 
 namespace sinklm {
 
 namespace {
 
-// The client connection limits of serve/connection_front.h from their flags.
+// The client connection limits of server/connection_front.h from their flags.
 ConnectionLimits connection_limits(const Args& args) {
   ConnectionLimits c;
   c.max_connections = args.get_int("max-connections", c.max_connections);
@@ -137,7 +137,7 @@ int run_serve_command(const std::vector<std::string>& argv) {
 
   // SIGINT stops the server at once; SIGTERM drains it first (drain_then_stop). Either way loaded sessions are
   // then snapshotted so a restart replays little. (Sessions survive a SIGKILL too: every token is in their
-  // fsynced logs; see serve/session_store.h.)
+  // fsynced logs; see server/session_store.h.)
   {  // the server (and its generation worker) ends before sessions are saved: no stream is mid-step then
     OpenAiServer server(options, decoder, *codec, sessions);
     const int port = server.bind();

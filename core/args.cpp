@@ -1,12 +1,95 @@
 #include "core/args.h"
 
+#include <cstdio>
 #include <iostream>
 #include <sstream>
+#include <type_traits>
 
 #include "core/error.h"
 #include "core/text_distance.h"
 
 namespace sinklm {
+namespace {
+
+bool parse_integer(const std::string& text, int64_t* out) {
+  try {
+    size_t used = 0;
+    const long long v = std::stoll(text, &used);
+    *out = v;
+    return used == text.size();
+  } catch (...) {
+    return false;
+  }
+}
+
+bool parse_number(const std::string& text, double* out) {
+  try {
+    size_t used = 0;
+    *out = std::stod(text, &used);
+    return used == text.size();
+  } catch (...) {
+    return false;
+  }
+}
+
+std::string number_text(double v) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%g", v);
+  return buffer;
+}
+
+std::string range_text(Range r) { return "[" + number_text(r.min) + ", " + number_text(r.max) + "]"; }
+
+// The checked value of a numeric flag; `what` is "an integer" or "a number".
+template <typename T>
+T checked(const std::string& name, const std::string& text, Range range) {
+  constexpr bool integral = std::is_integral_v<T>;
+  double value = 0;
+  int64_t whole = 0;
+  const bool ok = integral ? parse_integer(text, &whole) : parse_number(text, &value);
+  if (integral) value = static_cast<double>(whole);
+  if (!ok) fail("option --", name, " must be ", integral ? "an integer" : "a number", ", got '", text, "'");
+  if (!(value >= range.min && value <= range.max))
+    fail("option --", name, " must be in ", range_text(range), ", got ", text);
+  return integral ? static_cast<T>(whole) : static_cast<T>(value);
+}
+
+template <typename T>
+FlagSpec numeric_flag(T* field, std::string name, std::string value_name, std::string help, Range range) {
+  FlagSpec spec{name, std::move(value_name), std::move(help), number_text(static_cast<double>(*field)), range_text(range)};
+  spec.bind = [field, name, range](const std::string& text) { *field = checked<T>(name, text, range); };
+  return spec;
+}
+
+}  // namespace
+
+FlagSpec flag(std::string* field, std::string name, std::string value_name, std::string help) {
+  FlagSpec spec{std::move(name), std::move(value_name), std::move(help), *field};
+  spec.bind = [field](const std::string& text) { *field = text; };
+  return spec;
+}
+FlagSpec flag(int64_t* field, std::string name, std::string value_name, std::string help, Range range) {
+  return numeric_flag(field, std::move(name), std::move(value_name), std::move(help), range);
+}
+FlagSpec flag(int* field, std::string name, std::string value_name, std::string help, Range range) {
+  return numeric_flag(field, std::move(name), std::move(value_name), std::move(help), range);
+}
+FlagSpec flag(size_t* field, std::string name, std::string value_name, std::string help, Range range) {
+  return numeric_flag(field, std::move(name), std::move(value_name), std::move(help), range);
+}
+FlagSpec flag(double* field, std::string name, std::string value_name, std::string help, Range range) {
+  return numeric_flag(field, std::move(name), std::move(value_name), std::move(help), range);
+}
+FlagSpec flag(bool* field, std::string name, std::string help) {
+  FlagSpec spec{std::move(name), "", std::move(help)};
+  spec.bind = [field](const std::string&) { *field = true; };
+  return spec;
+}
+FlagSpec flag(std::vector<std::string>* field, std::string name, std::string value_name, std::string help) {
+  FlagSpec spec{std::move(name), std::move(value_name), std::move(help)};
+  spec.bind = [field](const std::string& text) { field->push_back(text); };
+  return spec;
+}
 
 Args::Args(std::string command, std::string synopsis, std::vector<FlagSpec> flags,
            const std::vector<std::string>& argv)
@@ -45,6 +128,16 @@ Args::Args(std::string command, std::string synopsis, std::vector<FlagSpec> flag
     }
     values_[name].push_back(value);
   }
+  if (help_) return;  // --help prints the defaults; nothing is checked
+  for (const auto& f : flags_)
+    if (f.bind && values_.count(f.name))
+      for (const auto& value : values_.at(f.name)) {
+        try {
+          f.bind(value);
+        } catch (const UserError& e) {
+          fail("sinklm ", command_, ": ", e.what());
+        }
+      }
 }
 
 const FlagSpec& Args::spec(const std::string& name) const {
@@ -69,26 +162,16 @@ std::string Args::require(const std::string& name) const {
 
 int64_t Args::get_int(const std::string& name, int64_t fallback) const {
   if (!has(name)) return fallback;
-  std::string text = get(name);
-  try {
-    size_t used = 0;
-    long long v = std::stoll(text, &used);
-    if (used == text.size()) return v;
-  } catch (...) {
-  }
-  fail("sinklm ", command_, ": option --", name, " must be an integer, got '", text, "'");
+  int64_t v = 0;
+  if (!parse_integer(get(name), &v)) fail("sinklm ", command_, ": option --", name, " must be an integer, got '", get(name), "'");
+  return v;
 }
 
 double Args::get_double(const std::string& name, double fallback) const {
   if (!has(name)) return fallback;
-  std::string text = get(name);
-  try {
-    size_t used = 0;
-    double v = std::stod(text, &used);
-    if (used == text.size()) return v;
-  } catch (...) {
-  }
-  fail("sinklm ", command_, ": option --", name, " must be a number, got '", text, "'");
+  double v = 0;
+  if (!parse_number(get(name), &v)) fail("sinklm ", command_, ": option --", name, " must be a number, got '", get(name), "'");
+  return v;
 }
 
 std::vector<std::string> Args::get_all(const std::string& name) const {
@@ -105,7 +188,27 @@ std::string Args::usage() const {
   out << "usage: sinklm " << command_ << " " << synopsis_ << "\n\noptions:\n";
   for (const auto& f : flags_) {
     std::string left = "--" + f.name + (f.value_name.empty() ? "" : " " + f.value_name);
-    out << "  " << left << std::string(left.size() < 28 ? 28 - left.size() : 1, ' ') << f.help << "\n";
+    std::string right = f.help;
+    if (!f.default_text.empty()) right += " (default " + f.default_text + ")";
+    if (!f.range_text.empty() && f.range_text != range_text(kAnyCount)) right += " in " + f.range_text;
+    out << "  " << left << std::string(left.size() < 28 ? 28 - left.size() : 1, ' ') << right << "\n";
+  }
+  return out.str();
+}
+
+std::string Args::markdown() const {
+  std::ostringstream out;
+  out << "`sinklm " << command_ << " " << synopsis_ << "`\n\n| flag | default | range | what it does |\n|---|---|---|---|\n";
+  auto cell = [](const std::string& text) {
+    std::string escaped;
+    for (char c : text) escaped += c == '|' ? std::string("\\|") : std::string(1, c);
+    return escaped;
+  };
+  for (const auto& f : flags_) {
+    const std::string range = f.range_text == range_text(kAnyCount) ? "" : f.range_text;
+    out << "| `--" << f.name << (f.value_name.empty() ? "" : " " + f.value_name) << "` | "
+        << (f.default_text.empty() ? "" : "`" + f.default_text + "`") << " | " << range << " | " << cell(f.help)
+        << " |\n";
   }
   return out.str();
 }

@@ -1,17 +1,46 @@
 // Command-line options of one subcommand: `--name value`, `--flag`, repeated `--set k=v`, positionals.
 // An unknown option is a UserError that suggests the closest known one.
+//
+// A flag is declared once, bound to the field of the command's option struct that it sets:
+//   flag(&o.http_threads, "http-workers", "N", "threads serving complete requests", Range{1, 4096})
+// The field's value before parsing is the default; --help, the range check (a UserError naming the flag)
+// and docs/cli.md (`sinklm help --markdown`) all come from that declaration.
 #pragma once
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 namespace sinklm {
 
+// Inclusive bounds of a numeric flag.
+struct Range {
+  double min, max;
+};
+
 struct FlagSpec {
   std::string name;  // without the leading "--"
   std::string value_name;  // "" for a boolean flag
   std::string help;
+  std::string default_text = "";  // as docs and --help print it; "" = none
+  std::string range_text = "";    // "[1, 4096]"; "" = any
+  // Bound flags: parses, checks and stores one given value (text; "true" for a switch), or fails naming the
+  // flag. Unbound flags are read with Args::get and friends.
+  std::function<void(const std::string& value)> bind = nullptr;
 };
+
+// The bound forms. Integers and numbers take a Range; a bool is a switch (given = true); a vector collects
+// every occurrence of a repeated flag; a string takes its value as it is.
+FlagSpec flag(std::string* field, std::string name, std::string value_name, std::string help);
+FlagSpec flag(int64_t* field, std::string name, std::string value_name, std::string help, Range range);
+FlagSpec flag(int* field, std::string name, std::string value_name, std::string help, Range range);
+FlagSpec flag(size_t* field, std::string name, std::string value_name, std::string help, Range range);
+FlagSpec flag(double* field, std::string name, std::string value_name, std::string help, Range range);
+FlagSpec flag(bool* field, std::string name, std::string help);
+FlagSpec flag(std::vector<std::string>* field, std::string name, std::string value_name, std::string help);
+// Bounds for flags with no other limit than their type's.
+constexpr Range kAnyCount{0, 9.2e18};
 
 class Args {
  public:
@@ -19,6 +48,8 @@ class Args {
 
   bool help_requested() const { return help_; }
   std::string usage() const;
+  // The flags as a Markdown table (flag, default, range, help): docs/cli.md.
+  std::string markdown() const;
   // Prints usage() to stdout when -h/--help was given; the caller then returns 0.
   bool print_help_if_requested() const;
 

@@ -108,6 +108,8 @@ std::string validate(const KeySpec& spec, const std::string& value, const std::s
       return v ? "true" : "false";
     }
     case ValueType::Choice:
+      SINKLM_ASSERT(!spec.choices.empty(), spec.key, ": its choices come from a library that is not linked in ",
+                    "(core/config.h: provide_choices)");
       for (const auto& choice : spec.choices)
         if (choice == value) return value;
       bad("must be one of {" + join(spec.choices, ", ") + "}" + did_you_mean(value, spec.choices));

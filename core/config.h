@@ -10,6 +10,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sinklm {
@@ -28,6 +29,11 @@ struct KeySpec {
 
 const std::vector<KeySpec>& config_schema();
 const KeySpec* find_key_spec(const std::string& key);
+
+// A choice key whose list belongs to a library above core (model.sink.mode: the table of model/sink.cpp) is
+// declared in the schema by its key alone; that library fills in its choices, in order, the first being
+// the default, and its help ("<choice> = <summary>; ...") when it is linked in, before main runs.
+void provide_choices(const std::string& key, const std::vector<std::pair<std::string, std::string>>& choices);
 
 class Config {
  public:

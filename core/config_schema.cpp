@@ -2,6 +2,8 @@
 // sinklm::Config; adding a key here is what makes it valid in YAML files and in --set.
 #include "core/config.h"
 
+#include "core/error.h"
+
 namespace sinklm {
 namespace {
 
@@ -17,6 +19,8 @@ KeySpec boolean(std::string key, bool value, std::string help) {
 KeySpec text(std::string key, std::string value, std::string help) {
   return {std::move(key), ValueType::String, std::move(value), std::move(help)};
 }
+// Its choices and help come from a library above core (provide_choices).
+KeySpec provided_choice(std::string key) { return {std::move(key), ValueType::Choice, "", "", 0, 0, {}}; }
 KeySpec choice(std::string key, std::vector<std::string> choices, std::string help) {
   std::string first = choices.front();
   return {std::move(key), ValueType::Choice, first, std::move(help), 0, 0, std::move(choices)};
@@ -43,10 +47,7 @@ std::vector<KeySpec> build_schema() {
       choice("model.attention", {"fast", "reference"},
              "fast = sinklm's fused kernel on an AVX-512 CPU in float32, else scaled_dot_product_attention; "
              "reference = plain softmax(QK^T)V"),
-      choice("model.sink.mode", {"none", "token", "softmax1", "logit", "kv", "gated"},
-             "none = vanilla; token = learnable sink token(s); softmax1 = zero sink; logit = learned per-head "
-             "sink logit; kv = learned sink key and value per head (explicit attention bias); gated = sigmoid "
-             "gate on each head's output (gated attention)"),
+      provided_choice("model.sink.mode"),  // model/sink.cpp: one row per mode
       integer("model.sink.count", 1, 1, 64, "number of learnable sink tokens (mode token)"),
       choice("model.sink.gate", {"headwise", "elementwise"},
              "mode gated: one gate per (token, head), W_g [hidden, H]; or one per output element, [hidden, H*D]"),
@@ -103,11 +104,29 @@ std::vector<KeySpec> build_schema() {
   };
 }
 
+std::vector<KeySpec>& schema_storage() {
+  static std::vector<KeySpec> schema = build_schema();
+  return schema;
+}
+
 }  // namespace
 
-const std::vector<KeySpec>& config_schema() {
-  static const std::vector<KeySpec> schema = build_schema();
-  return schema;
+const std::vector<KeySpec>& config_schema() { return schema_storage(); }
+
+void provide_choices(const std::string& key, const std::vector<std::pair<std::string, std::string>>& choices) {
+  for (KeySpec& spec : schema_storage()) {
+    if (spec.key != key) continue;
+    SINKLM_ASSERT(spec.type == ValueType::Choice && !choices.empty(), key, ": not a choice key, or no choices");
+    spec.choices.clear();
+    spec.help.clear();
+    for (const auto& [name, summary] : choices) {
+      spec.choices.push_back(name);
+      spec.help += (spec.help.empty() ? "" : "; ") + name + " = " + summary;
+    }
+    spec.default_value = spec.choices.front();
+    return;
+  }
+  SINKLM_ASSERT(false, key, ": no such key in the schema (core/config_schema.cpp)");
 }
 
 }  // namespace sinklm

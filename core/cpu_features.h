@@ -1,5 +1,5 @@
 // What the CPU this process runs on can execute, for kernels written for one instruction set
-// (model/few_row_matmul.cpp, serve/cache_attention_kernel.cpp): they are compiled for it function by
+// (model/kernels/few_row_matmul.cpp, model/kernels/cache_attention_kernel.cpp): they are compiled for it function by
 // function and called only where it is present, so one binary runs on every x86-64 CPU.
 #pragma once
 

@@ -8,7 +8,7 @@
 //                   of calibration segments (full attention, one forward per segment). Any text.
 // On the recall model recall_loss is the better predictor: its top heads keep recall far beyond W, the top
 // heads by mass much less (docs/results.md). Mass says where a head looks, not whether the answer needs it.
-// `sinklm analyze --classify-heads FILE` writes the result as a head-policy file (serve/head_roles.h).
+// `sinklm analyze --classify-heads FILE` writes the result as a head-policy file (decode/head_roles.h).
 #pragma once
 #include <torch/types.h>
 
@@ -18,7 +18,7 @@
 #include "data/synthetic/fact_recall.h"
 #include "eval/recall_probe.h"
 #include "model/gpt_neox.h"
-#include "serve/head_roles.h"
+#include "decode/head_roles.h"
 
 namespace sinklm {
 

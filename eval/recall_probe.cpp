@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 #include "core/seeded_random.h"
-#include "eval/token_nll.h"
+#include "model/kernels/token_nll.h"
 
 namespace sinklm {
 namespace {

@@ -20,7 +20,7 @@
 
 #include "data/synthetic/fact_recall.h"
 #include "eval/streaming_perplexity.h"
-#include "serve/cached_decoder.h"
+#include "decode/cached_decoder.h"
 
 namespace sinklm {
 

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "eval/token_nll.h"
+#include "model/kernels/token_nll.h"
 
 namespace sinklm {
 namespace {

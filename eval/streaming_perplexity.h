@@ -6,7 +6,7 @@
 #include <functional>
 #include <vector>
 
-#include "serve/cached_decoder.h"
+#include "decode/cached_decoder.h"
 
 namespace sinklm {
 

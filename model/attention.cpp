@@ -86,7 +86,8 @@ torch::Tensor causal_attention_probabilities(const torch::Tensor& q, const torch
 torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                const SinkColumn& sink, AttentionImpl impl) {
   check_shapes(q, k, v, sink);
-  if (impl == AttentionImpl::Fast) return fast_attention(q, k, v, sink, 1.0 / std::sqrt(double(q.size(3))));
+  // SDPA folds softmax (and its column); a mode with its own normaliser takes the reference path.
+  if (impl == AttentionImpl::Fast && sink.softmax()) return fast_attention(q, k, v, sink, 1.0 / std::sqrt(double(q.size(3))));
   auto probs = causal_attention_probabilities(q, k, sink);  // [B, H, Tq, Tk]
   auto out = torch::matmul(probs, v.to(torch::kFloat32));
   if (auto from_sink = sink_value_output(probs, sink); from_sink.defined()) out = out + from_sink;

@@ -1,7 +1,7 @@
 #include "model/attention_backend.h"
 
 #include "model/attention.h"
-#include "model/packed_qkv_attention.h"
+#include "model/kernels/packed_qkv_attention.h"
 
 namespace sinklm {
 
@@ -23,7 +23,7 @@ torch::Tensor CausalAttention::attend(int64_t, const torch::Tensor& q, const tor
 }
 
 torch::Tensor CausalAttention::attend_packed(int64_t layer, const torch::Tensor& qkv, const SinkColumn& sink) {
-  if (impl_ == AttentionImpl::Fast && packed_qkv_attention_applies(qkv))
+  if (impl_ == AttentionImpl::Fast && sink.softmax() && packed_qkv_attention_applies(qkv))
     return packed_qkv_attention(qkv, cos_, sin_, sink);
   return AttentionBackend::attend_packed(layer, qkv, sink);
 }

@@ -2,7 +2,7 @@
 // projects q, k, v and hands them to a back-end, which owns positions and keys:
 //   - CausalAttention (here): the whole sequence at once, rotary at given positions; training and eval;
 //   - ProbingAttention (model/attention_probe.h): the same, and it records each layer's probabilities;
-//   - the stream caches (serve/cached_decoder.cpp): many streams packed in one batch, each against its own
+//   - the stream caches (decode/cached_decoder.cpp): many streams packed in one batch, each against its own
 //     bounded KV cache with positions assigned inside the cache.
 // A new cache policy or attention variant is a new back-end; the layer does not change.
 #pragma once
@@ -37,7 +37,7 @@ class CausalAttention : public AttentionBackend {
   torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                        const SinkColumn& sink) override;
   // The fast implementation on an AVX-512 CPU in float32: rotary and attention in one kernel
-  // (model/packed_qkv_attention.h); else attend().
+  // (model/kernels/packed_qkv_attention.h); else attend().
   torch::Tensor attend_packed(int64_t layer, const torch::Tensor& qkv, const SinkColumn& sink) override;
 
  protected:

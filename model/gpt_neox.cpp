@@ -73,7 +73,7 @@ GPTNeoXModelImpl::GPTNeoXModelImpl(const ModelConfig& c) {
 }
 
 GPTNeoXForCausalLMImpl::GPTNeoXForCausalLMImpl(const ModelConfig& c, InitialWeights weights)
-    : config_(c), rotary_(c.rotary_dims(), c.rotary_base), sink_parameter_specs_(sink_parameters(c)) {
+    : config_(c), rotary_(c.rotary_dims(), c.rotary_base), sink_parameter_specs_(sinklm::sink_parameters(c)) {
   gpt_neox = register_module("gpt_neox", GPTNeoXModel(c));
   embed_out = register_module("embed_out", Projection(torch::nn::LinearOptions(c.hidden_size, c.vocab_size).bias(false)));
   if (weights == InitialWeights::Drawn) initialize();
@@ -111,9 +111,18 @@ torch::Tensor GPTNeoXForCausalLMImpl::forward(const torch::Tensor& input_ids, co
   return embed_out(hidden_states(input_ids, positions));  // [B, T, V]
 }
 
-const SinkParameterSpec* GPTNeoXForCausalLMImpl::sink_parameter_spec(const std::string& name) const {
-  for (const auto& spec : sink_parameter_specs_)
-    if (ends_with(name, "attention." + spec.name)) return &spec;
+std::vector<SinkParameter> GPTNeoXForCausalLMImpl::sink_parameters() const {
+  std::vector<SinkParameter> out;
+  for (size_t layer = 0; layer < gpt_neox->layers->size(); ++layer) {
+    const auto& tensors = gpt_neox->layers->ptr<GPTNeoXLayerImpl>(layer)->attention->sink_parameters;
+    for (size_t i = 0; i < tensors.size(); ++i) out.push_back({tensors[i], &sink_parameter_specs_[i]});
+  }
+  return out;
+}
+
+const SinkParameterSpec* GPTNeoXForCausalLMImpl::sink_parameter_spec(const torch::Tensor& parameter) const {
+  for (const SinkParameter& sink : sink_parameters())
+    if (sink.tensor.is_same(parameter)) return sink.spec;
   return nullptr;
 }
 
@@ -129,7 +138,7 @@ void GPTNeoXForCausalLMImpl::initialize() {
     torch::Tensor value = torch::empty(p.sizes(), torch::kFloat32);
     if (name.find("layernorm") != std::string::npos || name.find("layer_norm") != std::string::npos) {
       value.fill_(ends_with(name, ".weight") ? 1.0 : 0.0);
-    } else if (const SinkParameterSpec* spec = sink_parameter_spec(name)) {
+    } else if (const SinkParameterSpec* spec = sink_parameter_spec(p)) {
       if (spec->init == SinkInit::Normal) value.normal_(0.0, small, generator);
       else value.zero_();
     } else if (ends_with(name, ".bias")) {

@@ -73,6 +73,12 @@ TORCH_MODULE(GPTNeoXModel);
 // because a checkpoint overwrites every parameter next (drawing 160M normals took a second per command).
 enum class InitialWeights { Drawn, Loaded };
 
+// A sink parameter of one layer and its spec (owned by the model).
+struct SinkParameter {
+  torch::Tensor tensor;
+  const SinkParameterSpec* spec;
+};
+
 class GPTNeoXForCausalLMImpl : public torch::nn::Module {
  public:
   explicit GPTNeoXForCausalLMImpl(const ModelConfig& config, InitialWeights weights = InitialWeights::Drawn);
@@ -95,6 +101,11 @@ class GPTNeoXForCausalLMImpl : public torch::nn::Module {
   // train.activation_checkpointing: the causal forward keeps only each layer's input for backward and
   // recomputes the layer there (model/activation_checkpoint.h). Off outside grad mode anyway.
   void set_activation_checkpointing(bool on) { activation_checkpointing_ = on; }
+  // Every layer's sink parameters (model/sink.h: sink_parameters), each with its spec: the optimiser's
+  // treatment of them (weight decay, learning rate) follows the spec, never a parameter name.
+  std::vector<SinkParameter> sink_parameters() const;
+  // The spec of a parameter the sink mode added (by the tensor, not its name), null for other parameters.
+  const SinkParameterSpec* sink_parameter_spec(const torch::Tensor& parameter) const;
   GPTNeoXModel gpt_neox{nullptr};
   Projection embed_out{nullptr};  // [V, C], untied from embed_in
 
@@ -102,9 +113,6 @@ class GPTNeoXForCausalLMImpl : public torch::nn::Module {
   // Embedding, then layer_step(index, x) for each layer in order, then the final LayerNorm.
   using LayerStep = std::function<torch::Tensor(int64_t index, const torch::Tensor& x)>;
   torch::Tensor run_layers(const torch::Tensor& input_ids, const LayerStep& layer_step);
-
-  // The spec of a sink parameter's full name (gpt_neox.layers.N.attention.NAME), null for other parameters.
-  const SinkParameterSpec* sink_parameter_spec(const std::string& name) const;
 
   ModelConfig config_;
   RotaryEmbedding rotary_;

@@ -3,7 +3,7 @@
 #include <torch/torch.h>
 
 #include "core/cpu_features.h"
-#include "model/few_row_matmul.h"
+#include "model/kernels/few_row_matmul.h"
 
 namespace sinklm {
 

@@ -1,6 +1,6 @@
 // The decoder's Linear layers: a torch::nn::Linear (same parameters "weight" [out, in] and "bias" [out],
 // same names, same results) that can also hold a copy of its weight packed for products with few rows
-// (model/few_row_matmul.h), the shape of every product in a decode step. Serving packs the layers once
+// (model/kernels/few_row_matmul.h), the shape of every product in a decode step. Serving packs the layers once
 // (CachedDecoder); training and evaluation never do and run LibTorch's linear.
 #pragma once
 #include <torch/nn/modules/linear.h>

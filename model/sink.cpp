@@ -5,64 +5,133 @@
 #include <cmath>
 
 #include "core/config.h"
-#include "core/ends_with.h"
 #include "core/error.h"
 #include "model/model_config.h"
 
 namespace sinklm {
 namespace {
 
-// In the schema's order of model.sink.mode's choices.
-constexpr SinkMode kModes[] = {SinkMode::None,  SinkMode::Token,    SinkMode::Softmax1,
-                               SinkMode::Logit, SinkMode::KeyValue, SinkMode::Gated};
+// --- the pieces rows share ---
 
-const std::vector<std::string>& schema_names() {
-  const KeySpec* spec = find_key_spec("model.sink.mode");
-  SINKLM_ASSERT(spec && spec->choices.size() == std::size(kModes), "model.sink.mode's choices and SinkMode differ");
-  return spec->choices;
+std::vector<SinkParameterSpec> no_parameters(const ModelConfig&) { return {}; }
+int64_t no_gate(const ModelConfig&) { return 0; }
+// StreamingLLM's choice for a model that was not trained with sink tokens.
+int64_t four_cache_sinks(const ModelConfig&) { return 4; }
+SinkColumn no_column(const ModelConfig&, const std::vector<torch::Tensor>&, const torch::Tensor&) { return {}; }
+
+// The gates of a layer, [T, H, width / H], each head's together.
+torch::Tensor gates_per_head(const LayerObservation& layer) {
+  const int64_t T = layer.gate.size(0), H = layer.probabilities.size(0);
+  return layer.gate.view({T, H, -1});
 }
+
+std::vector<SinkStatistic> gate_statistics() {
+  return {
+    {"gate_mean", "mean gate", "mean output gate, over every position",
+     [](const LayerObservation& l) { return gates_per_head(l).mean(std::vector<int64_t>{0, 2}); }},
+    {"gate_dormant", "dormant by gate", "fraction of output gates below 0.1 (\"dormant by gate\")",
+     [](const LayerObservation& l) {
+       return gates_per_head(l).lt(kDormantGate).to(torch::kFloat64).mean(std::vector<int64_t>{0, 2});
+     }},
+  };
+}
+
+// --- the table: one row per mode, in model.sink.mode's order of choices ---
+
+const std::vector<SinkModeSpec>& table() {
+  static const std::vector<SinkModeSpec> rows = {
+      {SinkMode::None, "none", "vanilla", [](const ModelConfig&) { return std::string("none (vanilla softmax attention)"); },
+       no_parameters, no_column, no_gate, SinkSite::FirstPosition, four_cache_sinks, /*loads_in_transformers=*/true, {}},
+      {SinkMode::Token, "token", "learnable sink token(s)",
+       [](const ModelConfig& c) {
+         std::string ids;
+         for (int64_t id : sink_prefix(c)) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+         return "token: " + std::to_string(c.sink_count) + " learnable sink token(s), id " + ids +
+                ", first in every sample and stream; 1 sink slot per token when streaming";
+       },
+       no_parameters, no_column, no_gate, SinkSite::Tokens,
+       // Exactly the model's sink tokens: it was trained with that many.
+       [](const ModelConfig& c) { return c.sink_count; }, true, {}},
+      {SinkMode::Softmax1, "softmax1", "zero sink",
+       [](const ModelConfig&) { return std::string("softmax1: zero sink, exp(x_i) / (1 + sum_j exp(x_j))"); },
+       no_parameters,
+       [](const ModelConfig& c, const std::vector<torch::Tensor>&, const torch::Tensor& like) {
+         return SinkColumn{torch::zeros({c.num_heads}, like.options())};
+       },
+       no_gate, SinkSite::Column, four_cache_sinks, false, {}},
+      {SinkMode::Logit, "logit", "learned per-head sink logit",
+       [](const ModelConfig&) {
+         return std::string("logit: one learned sink logit per head and layer (extra softmax column)");
+       },
+       [](const ModelConfig& c) { return std::vector<SinkParameterSpec>{{"sink_logit", {c.num_heads}}}; },
+       [](const ModelConfig&, const std::vector<torch::Tensor>& p, const torch::Tensor&) {
+         SINKLM_ASSERT(p.size() == 1, "mode logit: one sink parameter per layer (sink_parameters)");
+         return SinkColumn{p[0]};
+       },
+       no_gate, SinkSite::Column, four_cache_sinks, false, {}},
+      {SinkMode::KeyValue, "kv", "learned sink key and value per head (explicit attention bias)",
+       [](const ModelConfig& c) {
+         return std::string("kv: a learned sink key and value per head and layer (extra softmax column, logit "
+                            "q.k/sqrt(D)); init ") + (c.sink_kv_init == SinkInit::Normal ? "normal" : "zero");
+       },
+       [](const ModelConfig& c) {
+         const int64_t H = c.num_heads, D = c.head_dim();
+         return std::vector<SinkParameterSpec>{{"sink_key", {H, D}, c.sink_kv_init}, {"sink_value", {H, D}, c.sink_kv_init}};
+       },
+       [](const ModelConfig& c, const std::vector<torch::Tensor>& p, const torch::Tensor& like) {
+         SINKLM_ASSERT(p.size() == 2, "mode kv: a sink key and value per layer (sink_parameters)");
+         return SinkColumn{torch::zeros({c.num_heads}, like.options()), p[0], p[1]};
+       },
+       no_gate, SinkSite::Column, four_cache_sinks, false, {}},
+      {SinkMode::Gated, "gated", "sigmoid gate on each head's output (gated attention)",
+       [](const ModelConfig& c) {
+         return std::string("gated: sigmoid gate on each head's output, ") +
+                (c.sink_gate_elementwise ? "elementwise (one per output element)" : "headwise (one per head)");
+       },
+       no_parameters, no_column,
+       [](const ModelConfig& c) { return c.sink_gate_elementwise ? c.hidden_size : c.num_heads; },
+       SinkSite::FirstPosition, four_cache_sinks, false, gate_statistics()},
+  };
+  return rows;
+}
+
+// model.sink.mode's choices and help are the table's names and summaries, filled in when this library is
+// linked in (core/config.h: provide_choices).
+[[maybe_unused]] const bool kSchemaChoices = [] {
+  std::vector<std::pair<std::string, std::string>> choices;
+  for (const auto& row : table()) choices.emplace_back(row.name, row.summary);
+  provide_choices("model.sink.mode", choices);
+  return true;
+}();
 
 }  // namespace
 
+const std::vector<SinkModeSpec>& sink_mode_table() { return table(); }
+
+const SinkModeSpec& sink_mode_spec(SinkMode mode) {
+  for (const auto& row : table())
+    if (row.mode == mode) return row;
+  SINKLM_ASSERT(false, "SinkMode ", static_cast<int>(mode), " has no row in the table");
+}
+
 const std::vector<SinkMode>& all_sink_modes() {
-  static const std::vector<SinkMode> modes(std::begin(kModes), std::end(kModes));
+  static const std::vector<SinkMode> modes = [] {
+    std::vector<SinkMode> out;
+    for (const auto& row : table()) out.push_back(row.mode);
+    return out;
+  }();
   return modes;
 }
 
 SinkMode parse_sink_mode(const std::string& name) {
-  const auto& names = schema_names();
-  for (size_t i = 0; i < names.size(); ++i)
-    if (names[i] == name) return kModes[i];
+  for (const auto& row : table())
+    if (row.name == name) return row.mode;
   fail("model.sink.mode: unknown sink mode '", name, "'");
 }
 
-const char* sink_mode_name(SinkMode mode) {
-  const auto& names = schema_names();
-  for (size_t i = 0; i < names.size(); ++i)
-    if (kModes[i] == mode) return names[i].c_str();
-  SINKLM_ASSERT(false, "unhandled SinkMode");
-}
+const char* sink_mode_name(SinkMode mode) { return sink_mode_spec(mode).name; }
 
-std::string sink_mode_description(const ModelConfig& c) {
-  switch (c.sink_mode) {
-    case SinkMode::None: return "none (vanilla softmax attention)";
-    case SinkMode::Token: {
-      std::string ids;
-      for (int64_t id : sink_prefix(c)) ids += (ids.empty() ? "" : ",") + std::to_string(id);
-      return "token: " + std::to_string(c.sink_count) + " learnable sink token(s), id " + ids +
-             ", first in every sample and stream; 1 sink slot per token when streaming";
-    }
-    case SinkMode::Softmax1: return "softmax1: zero sink, exp(x_i) / (1 + sum_j exp(x_j))";
-    case SinkMode::Logit: return "logit: one learned sink logit per head and layer (extra softmax column)";
-    case SinkMode::KeyValue:
-      return std::string("kv: a learned sink key and value per head and layer (extra softmax column, logit q.k/sqrt(D)); "
-                         "init ") + (c.sink_kv_init == SinkInit::Normal ? "normal" : "zero");
-    case SinkMode::Gated:
-      return std::string("gated: sigmoid gate on each head's output, ") +
-             (c.sink_gate_elementwise ? "elementwise (one per output element)" : "headwise (one per head)");
-  }
-  SINKLM_ASSERT(false, "unhandled SinkMode");
-}
+std::string sink_mode_description(const ModelConfig& c) { return sink_mode_spec(c.sink_mode).describe(c); }
 
 std::vector<int64_t> sink_prefix(const ModelConfig& model) {
   std::vector<int64_t> ids;
@@ -79,12 +148,7 @@ std::vector<int64_t> with_sink_prefix(const ModelConfig& model, const std::vecto
 }
 
 std::vector<SinkParameterSpec> sink_parameters(const ModelConfig& model) {
-  const int64_t H = model.num_heads, D = model.head_dim();
-  switch (model.sink_mode) {
-    case SinkMode::Logit: return {{"sink_logit", {H}}};
-    case SinkMode::KeyValue: return {{"sink_key", {H, D}, model.sink_kv_init}, {"sink_value", {H, D}, model.sink_kv_init}};
-    default: return {};
-  }
+  return sink_mode_spec(model.sink_mode).parameters(model);
 }
 
 int64_t sink_parameter_count(const ModelConfig& model) {
@@ -98,15 +162,7 @@ int64_t sink_parameter_count(const ModelConfig& model) {
   return count + gate * model.hidden_size + gate;
 }
 
-bool is_sink_parameter(const std::string& name) {
-  // Every mode's parameter names (sink_parameters): a name is checked without knowing the mode.
-  return ends_with(name, "sink_logit") || ends_with(name, "sink_key") || ends_with(name, "sink_value");
-}
-
-int64_t output_gate_width(const ModelConfig& model) {
-  if (model.sink_mode != SinkMode::Gated) return 0;
-  return model.sink_gate_elementwise ? model.hidden_size : model.num_heads;
-}
+int64_t output_gate_width(const ModelConfig& model) { return sink_mode_spec(model.sink_mode).output_gate_width(model); }
 
 torch::Tensor apply_output_gate(const torch::Tensor& attended, const torch::Tensor& gate, int64_t heads) {
   const int64_t B = attended.size(0), T = attended.size(1), width = gate.size(-1);
@@ -115,43 +171,22 @@ torch::Tensor apply_output_gate(const torch::Tensor& attended, const torch::Tens
   return (attended.view({B, T, heads, -1}) * gate.unsqueeze(-1)).view_as(attended);  // [B, T, H, D] * [B, T, H, 1]
 }
 
-bool loads_in_transformers(SinkMode mode) { return mode == SinkMode::None || mode == SinkMode::Token; }
+bool loads_in_transformers(SinkMode mode) { return sink_mode_spec(mode).loads_in_transformers; }
 
 SinkColumn SinkColumn::to(torch::ScalarType dtype) const {
   auto cast = [&](const torch::Tensor& t) { return t.defined() ? t.to(dtype) : t; };
-  return {cast(logit), cast(key), cast(value)};
+  return {cast(logit), cast(key), cast(value), normaliser};
 }
 
 SinkColumn sink_column(const ModelConfig& model, const std::vector<torch::Tensor>& parameters,
                        const torch::Tensor& like) {
-  // Called per layer and forward (the decode step too): each case checks only what it reads.
-  switch (model.sink_mode) {
-    case SinkMode::None:
-    case SinkMode::Token: return {};
-    case SinkMode::Softmax1: return {torch::zeros({model.num_heads}, like.options())};
-    case SinkMode::Logit:
-      SINKLM_ASSERT(parameters.size() == 1, "mode logit: one sink parameter per layer (sink_parameters)");
-      return {parameters[0]};
-    case SinkMode::KeyValue:
-      SINKLM_ASSERT(parameters.size() == 2, "mode kv: a sink key and value per layer (sink_parameters)");
-      return {torch::zeros({model.num_heads}, like.options()), parameters[0], parameters[1]};
-    case SinkMode::Gated: return {};
-  }
-  SINKLM_ASSERT(false, "unhandled SinkMode");
+  // Called per layer and forward (the decode step too): each row checks only what it reads.
+  return sink_mode_spec(model.sink_mode).column(model, parameters, like);
 }
 
-int64_t default_cache_sinks(const ModelConfig& model) {
-  return model.sink_mode == SinkMode::Token ? model.sink_count : 4;
-}
+int64_t default_cache_sinks(const ModelConfig& model) { return sink_mode_spec(model.sink_mode).default_cache_sinks(model); }
 
-bool has_sink_column(SinkMode mode) {
-  return mode == SinkMode::Softmax1 || mode == SinkMode::Logit || mode == SinkMode::KeyValue;
-}
-
-SinkSite sink_site(SinkMode mode) {
-  if (mode == SinkMode::Token) return SinkSite::Tokens;
-  return has_sink_column(mode) ? SinkSite::Column : SinkSite::FirstPosition;
-}
+SinkSite sink_site(SinkMode mode) { return sink_mode_spec(mode).site; }
 
 const char* sink_site_name(SinkSite site) {
   switch (site) {
@@ -184,6 +219,7 @@ torch::Tensor per_head(const torch::Tensor& t, int64_t rank) {
 }  // namespace
 
 torch::Tensor softmax_with_sink(const torch::Tensor& scores, const SinkColumn& column, const torch::Tensor& q) {
+  if (column.normaliser) return column.normaliser(scores);
   if (!column.present()) return torch::softmax(scores, -1);
   // The sink addend of the denominator, written as one more column so the max-subtraction covers it too.
   const int64_t rank = scores.dim();

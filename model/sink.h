@@ -1,8 +1,10 @@
-// What a sink mode means, in one place: its name, description, parameters, the extra softmax column it puts
-// in every head (SinkColumn), where its sink is measured and how many sink slots a streaming cache keeps for
-// it. Every caller (training samples, prompts, streams, eval requests, cache defaults, weight decay,
-// checkpoints, probes, tests) asks this module instead of testing the mode itself; docs/ARCHITECTURE.md lists
-// the files a new mode touches.
+// What a sink mode means, in one place: one row per mode in a table (SinkModeSpec, sink_mode_table()): its
+// name, description, parameters and their optimiser treatment, the column (or normaliser) it puts in every
+// head (SinkColumn), its output gate, where its sink is measured, how many sink slots a streaming cache keeps
+// for it, whether transformers loads it, and the statistics `analyze`, the training probe and the report add
+// for it. Every caller (training samples, prompts, streams, eval requests, cache defaults, weight decay,
+// checkpoints, probes, the config schema's choices, tests) asks this module instead of testing the mode
+// itself; docs/ARCHITECTURE.md lists the files a new mode touches.
 //
 //   none      vanilla softmax attention
 //   token     `model.sink.count` learnable sink tokens: embedding rows right after the tokenizer's vocabulary,
@@ -26,9 +28,9 @@ struct ModelConfig;
 
 enum class SinkMode { None, Token, Softmax1, Logit, KeyValue, Gated };
 
-// Every mode, in the schema's order: the one list tests loop over.
+// Every mode, in the table's order (the schema's choices): the one list tests loop over.
 const std::vector<SinkMode>& all_sink_modes();
-// Parses one of the schema's choices for model.sink.mode (the schema owns the list of names).
+// Parses one of model.sink.mode's choices (the table's names; the schema reads them from there).
 SinkMode parse_sink_mode(const std::string& name);
 const char* sink_mode_name(SinkMode mode);
 // One line for `sinklm info`: what the mode adds to the model.
@@ -43,18 +45,19 @@ int64_t sink_prefix_length(const ModelConfig& model);
 std::vector<int64_t> with_sink_prefix(const ModelConfig& model, const std::vector<int64_t>& ids);
 
 // A learned tensor the mode adds to every attention layer, registered as `name` in the layer's attention
-// module (gpt_neox.layers.N.attention.NAME): no weight decay, not in a Hugging Face checkpoint.
+// module (gpt_neox.layers.N.attention.NAME), not in a Hugging Face checkpoint. The model hands each one to
+// the optimiser with its spec (GPTNeoXForCausalLMImpl::sink_parameters): by the tensor, never by its name.
 enum class SinkInit { Zero, Normal };  // Normal: the model's small normal init, as the q/k/v projection
 struct SinkParameterSpec {
   std::string name;
   std::vector<int64_t> shape;
   SinkInit init = SinkInit::Zero;
+  bool weight_decay = false;   // a sink parameter sets where surplus attention goes, no feature: no decay
+  double lr_multiplier = 1.0;  // its learning rate is train.lr times this
 };
 std::vector<SinkParameterSpec> sink_parameters(const ModelConfig& model);  // per layer, in registration order
 // Parameters per layer the mode adds: its sink parameters and its output gate.
 int64_t sink_parameter_count(const ModelConfig& model);
-// True for parameters that belong to the sink column (no weight decay; init as their spec says).
-bool is_sink_parameter(const std::string& name);
 
 // Width of the output gate (mode gated; 0 = none): the layer's `gate` projection maps the normalised input
 // [B, T, hidden] to [B, T, width], width H (headwise) or H * D (elementwise). It is an ordinary linear layer
@@ -71,18 +74,24 @@ bool loads_in_transformers(SinkMode mode);
 
 // The extra softmax column a mode adds to every head, the one contract every attention path takes (the
 // reference softmax below, SDPA's folded form in model/attention.cpp, the fused CPU kernel of
-// model/packed_qkv_attention.cpp, the stream caches and decode kernels of serve/):
+// model/kernels/packed_qkv_attention.cpp, the stream caches of decode/ and the decode kernel of model/kernels/):
 //   c_i  = logit_h + q_i . key_h / sqrt(D)       (the key term only where `key` is defined; no rotary)
 //   p_ij = exp(s_ij) / (exp(c_i) + sum_j exp(s_ij)),  out_i = sum_j p_ij v_j + p_i,sink value_h
 // softmax1 is logit 0 (the zero sink: a zero key and value), the learned logit a learned logit_h; a column
 // with a learned key and value fills `key` and `value`. A path that implements only the logit asserts
 // has_key_value() is false (supports_key_value() says which do).
+// A mode may instead replace the softmax itself (`normaliser`: softpick): the paths that form scores call it
+// through softmax_with_sink; the fast paths, which fold softmax into SDPA or a fused kernel, run only where
+// softmax() holds, and the reference path (model/attention.cpp) serves the others.
+using ScoreNormaliser = torch::Tensor (*)(const torch::Tensor& scores);  // [..., Tk] -> probabilities
 struct SinkColumn {
   torch::Tensor logit;  // [H] or undefined: no column (vanilla, sink tokens)
   torch::Tensor key;    // [H, D] or undefined: the column's logit does not depend on the query
   torch::Tensor value;  // [H, D] or undefined: the column adds nothing to the output
+  ScoreNormaliser normaliser = nullptr;  // null: softmax (with the column when present)
 
   bool present() const { return logit.defined(); }
+  bool softmax() const { return normaliser == nullptr; }
   bool has_key_value() const { return key.defined() || value.defined(); }
   int64_t heads() const { return logit.size(0); }
   // The same column in `dtype` (and on `device`); an absent column stays absent.
@@ -97,9 +106,6 @@ SinkColumn sink_column(const ModelConfig& model, const std::vector<torch::Tensor
 // token model (it was trained with that many), else 4 (StreamingLLM's choice for vanilla models).
 int64_t default_cache_sinks(const ModelConfig& model);
 
-// Whether attention has the extra sink column (softmax1, logit, kv).
-bool has_sink_column(SinkMode mode);
-
 // Where a model's sink sits, for measuring the attention it receives (`sinklm analyze`, training probes):
 // on its sink tokens (token), in the extra column (softmax1, logit, kv), or, for a vanilla or gated model,
 // wherever training put it: the first position is the only candidate every query sees.
@@ -111,13 +117,51 @@ const char* sink_site_name(SinkSite site);  // "position 0", "sink token", "sink
 torch::Tensor sink_attention_mass(const ModelConfig& model, const torch::Tensor& probs);
 
 // softmax over the last dim of `scores` [..., H, Tq, Tk] with the column (absent: plain softmax), the column
-// dropped afterwards. Masked entries are -inf. q [..., H, Tq, D] (rotated, as the scores were made) is needed
+// dropped afterwards; a column's normaliser instead of softmax where it has one. Masked entries are -inf. q [..., H, Tq, D] (rotated, as the scores were made) is needed
 // only for a column with a key. Every attention path that forms scores itself (model/attention.cpp's
-// reference, serve/'s stream caches) calls this; the fast paths fold the same column into SDPA
-// (model/attention.cpp) or into their own normaliser (model/packed_qkv_attention.cpp), tested equal to it.
+// reference, decode/'s stream caches) calls this; the fast paths fold the same column into SDPA
+// (model/attention.cpp) or into their own normaliser (model/kernels/packed_qkv_attention.cpp), tested equal to it.
 torch::Tensor softmax_with_sink(const torch::Tensor& scores, const SinkColumn& column, const torch::Tensor& q = {});
 // What the column's value adds to the output: (1 - sum_j p_ij) value_h, [..., H, Tq, D] float32, from the
 // probabilities softmax_with_sink returned; undefined when the column has no value.
 torch::Tensor sink_value_output(const torch::Tensor& probs, const SinkColumn& column);
+
+// One layer of a recorded forward (model/attention_probe.h), as a mode's statistics see it.
+struct LayerObservation {
+  torch::Tensor probabilities;  // [H, T, T] float64, the sink column dropped
+  torch::Tensor gate;           // [T, width] float64 after the sigmoid (modes with an output gate), else undefined
+  int64_t far = 0;              // queries far .. T-1 are those mass statistics average over
+};
+
+// A gate below this leaves a head (or element) under a tenth of its output: the head is dormant by gate.
+constexpr double kDormantGate = 0.1;
+
+// A per-head statistic a mode adds to `sinklm analyze` (heads.json, analysis.md), the training probe and the
+// report: each is averaged over the analysed segments like the sink mass.
+struct SinkStatistic {
+  const char* name;         // its key in heads.json's heads, the probe's records and the report ("gate_mean")
+  const char* column;       // its column heading in analysis.md ("mean gate")
+  const char* description;  // one line for the report
+  torch::Tensor (*per_head)(const LayerObservation& layer);  // [H] float64
+};
+
+// One row of the table: everything a mode means.
+struct SinkModeSpec {
+  SinkMode mode;
+  const char* name;     // model.sink.mode's choice
+  const char* summary;  // its part of that key's help ("zero sink")
+  std::string (*describe)(const ModelConfig& model);  // one line for `sinklm info`
+  // The learned tensors per layer (registration order) and how they make the layer's column or normaliser.
+  std::vector<SinkParameterSpec> (*parameters)(const ModelConfig& model);
+  SinkColumn (*column)(const ModelConfig& model, const std::vector<torch::Tensor>& parameters, const torch::Tensor& like);
+  int64_t (*output_gate_width)(const ModelConfig& model);  // 0 = no gate on the attention output
+  SinkSite site;                                          // where analyze and the probe measure its sink
+  int64_t (*default_cache_sinks)(const ModelConfig& model);
+  bool loads_in_transformers;
+  std::vector<SinkStatistic> statistics;
+};
+// Every mode's row, in the schema's order.
+const std::vector<SinkModeSpec>& sink_mode_table();
+const SinkModeSpec& sink_mode_spec(SinkMode mode);
 
 }  // namespace sinklm

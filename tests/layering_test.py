@@ -1,47 +1,90 @@
 #!/usr/bin/env python3
-"""The include-direction rule (label unit): each library includes only its own layer and the layers below it.
+"""What each library may include and link (label unit), read from the table cmake/libraries.txt.
 
-Layers, lowest first:
-  core/   no LibTorch
-  data/   no LibTorch
-  model/
-  serve/  (no trainer, no evaluation)
-  eval/   scores through serve/'s cached decoder and streams through its caches
-  train/  its sink probe measures attention with eval/attention_analysis.h
-  cli/
-Two directories at the same level would be siblings: neither may include the other.
-tests/ may include anything and is not read. Every `#include "..."` of the project's .h/.cpp files under the
-layer directories is read; a quoted include resolves like the compiler's (next to the including file, then
-from the source root, which is the include directory); one that resolves to no project file (a system header
-in quotes) is not a layer's. A file fails, named with its line and the rule, when it includes a layer above its
-own or a sibling, a project file outside the layers (e.g. tests/), or, in core/ and data/, a LibTorch header
-(<torch/...>, <ATen/...>, <c10/...>, <caffe2/...>, in quotes or angle brackets).
+A library's row names its folder, the libraries it uses (linked from that row by CMakeLists.txt) and the
+third-party packages it links itself. The test fails, naming file:line and the rule, when
+  - a source of a library includes a project file of a folder that is not its own nor of a library it uses,
+    directly or through the used libraries' rows (decode/ including server/, say), or a project file outside
+    every library (tests/);
+  - a source includes a third-party header (PACKAGES below) of a package that neither its row nor a used
+    library's row links (eval/ including <httplib.h>, core/ including LibTorch);
+  - a target_link_libraries() of a library in any CMakeLists.txt names a library or package its row does not
+    allow (eval/ linking PkgConfig::HTTPLIB or sinklm_server);
+  - a test executable named on the command line (those of decode/, eval/, train/) loads cpp-httplib (ldd).
+tests/ may include anything and is not read. A quoted include resolves like the compiler's (next to the
+including file, then from the source root, which is the include directory); one that resolves to no project
+file (a system header in quotes) is read as a third-party header.
 """
 import os
 import re
+import subprocess
+import sys
 
 from sinklm_test import SOURCE, check, finish
 
-LAYERS = {"core": 0, "data": 1, "model": 2, "serve": 3, "eval": 4, "train": 5, "cli": 6}
-NO_TORCH = {"core", "data"}
-TORCH_HEADERS = ("torch/", "ATen/", "c10/", "caffe2/")
+TABLE = os.path.join("cmake", "libraries.txt")
+# Package -> (header prefixes, CMake link items). A link item or header of no package fails with a hint.
+PACKAGES = {
+    "yaml-cpp": (("yaml-cpp/",), ("yaml-cpp",)),
+    "json": (("nlohmann/",), ("nlohmann_json::nlohmann_json",)),
+    "openssl": (("openssl/",), ("OpenSSL::Crypto",)),
+    "pcre2": (("pcre2.h",), ("PkgConfig::PCRE2",)),
+    "sentencepiece": (("sentencepiece_",), ("PkgConfig::SENTENCEPIECE",)),
+    "icu": (("unicode/",), ("ICU::uc",)),
+    "zlib": (("zlib.h",), ("ZLIB::ZLIB",)),
+    "zstd": (("zstd.h",), ("PkgConfig::ZSTD",)),
+    "threads": ((), ("Threads::Threads",)),
+    "torch": (("torch/", "ATen/", "c10/", "caffe2/"), ("${TORCH_LIBRARIES}",)),
+    "openmp": ((), ('"${TORCH_OPENMP_RUNTIME}"', "${OpenMP_CXX_LIBRARIES}")),
+    "mpi": (("mpi.h",), ("MPI::MPI_CXX",)),
+    "nccl": (("nccl.h",), ("${NCCL_LIBRARY}",)),
+    "cuda": (("cuda_runtime", "cuda.h"), ("CUDA::cudart",)),
+    "httplib": (("httplib.h",), ("PkgConfig::HTTPLIB",)),
+}
 SOURCE_SUFFIXES = (".h", ".cpp", ".hpp", ".cc", ".cu", ".cuh")
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
+LINK = re.compile(r"target_link_libraries\(\s*(\S+)((?:[^()]|\([^()]*\))*)\)", re.S)
+LINK_KEYWORDS = {"PUBLIC", "PRIVATE", "INTERFACE"}
 
 
-def describe(layer):
-    return f"{layer}/ (layer {LAYERS[layer]})"
+def read_table():
+    """{library: {"folder", "uses", "packages", "line"}} from cmake/libraries.txt."""
+    rows = {}
+    with open(os.path.join(SOURCE, TABLE), encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip() or line.startswith("#"):
+                continue
+            fields = line.split()
+            check(len(fields) == 4, f"{TABLE}:{number}: four columns", line.strip(), quiet=True)
+            library, folder, uses, packages = fields
+            split = lambda column: [] if column == "-" else column.split(",")
+            rows[library] = {"folder": folder, "uses": split(uses), "packages": split(packages), "line": number}
+    for library, row in rows.items():
+        for used in row["uses"]:
+            check(used in rows, f"{TABLE}:{row['line']}: {library} uses {used}", "a library with a row", quiet=True)
+        for package in row["packages"]:
+            check(package in PACKAGES, f"{TABLE}:{row['line']}: {library} links {package}",
+                  "a package named in tests/layering_test.py PACKAGES", quiet=True)
+    return rows
 
 
-def sources():
-    """(path relative to SOURCE, layer) of every source file under the layer directories, sorted."""
+def closure(rows, library):
+    """The libraries `library` may reach: itself and, recursively, what its row uses."""
+    seen, todo = set(), [library]
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo.extend(rows[name]["uses"])
+    return seen
+
+
+def sources(folder):
     found = []
-    for layer in LAYERS:
-        for directory, subdirs, files in os.walk(os.path.join(SOURCE, layer)):
-            subdirs[:] = sorted(d for d in subdirs if not d.startswith(".") and d != "__pycache__")
-            for name in sorted(files):
-                if name.endswith(SOURCE_SUFFIXES):
-                    found.append((os.path.relpath(os.path.join(directory, name), SOURCE), layer))
+    for directory, subdirs, files in os.walk(os.path.join(SOURCE, folder)):
+        subdirs[:] = sorted(d for d in subdirs if not d.startswith(".") and d != "__pycache__")
+        found += sorted(os.path.relpath(os.path.join(directory, name), SOURCE)
+                        for name in files if name.endswith(SOURCE_SUFFIXES))
     return found
 
 
@@ -55,41 +98,93 @@ def resolve(including, target):
     return None
 
 
-def violation(path, layer, bracket, target):
-    """Why this include breaks the rule, or "" when it does not."""
-    if layer in NO_TORCH and target.startswith(TORCH_HEADERS):
-        return f"{describe(layer)} must not use LibTorch: {target} is a LibTorch header"
-    if bracket != '"':
+def package_of_header(target):
+    for package, (prefixes, _) in PACKAGES.items():
+        if target.startswith(prefixes):
+            return package
+    return None
+
+
+def include_violation(rows, library, path, bracket, target):
+    """Why this include of `library`'s source breaks its row, or "" when it does not."""
+    reach = closure(rows, library)
+    folder = rows[library]["folder"]
+    included = resolve(path, target) if bracket == '"' else None
+    if included is not None:
+        owner = next((name for name, row in rows.items() if included.startswith(row["folder"] + os.sep)), None)
+        if owner is None:
+            return f"{folder}/ includes {included}, which is in no library ({TABLE})"
+        if owner not in reach:
+            return (f"{folder}/ ({library}) must not include {rows[owner]['folder']}/ ({owner}): {TABLE} lets it "
+                    f"use {', '.join(sorted(reach - {library})) or 'nothing'}")
         return ""
-    included = resolve(path, target)
-    if included is None:
-        return ""
-    other = included.split(os.sep)[0]
-    if other == layer:
-        return ""
-    if other not in LAYERS:
-        return f"{describe(layer)} includes {included}, which is in no layer (libraries include only layers)"
-    if LAYERS[other] > LAYERS[layer]:
-        return f"{describe(layer)} must not include {describe(other)}: a layer above it"
-    if LAYERS[other] == LAYERS[layer]:
-        return f"{describe(layer)} must not include {describe(other)}: siblings, neither includes the other"
+    package = package_of_header(target)
+    allowed = {p for name in reach for p in rows[name]["packages"]}
+    if package is not None and package not in allowed:
+        return f"{folder}/ ({library}) must not include {target}: package {package} is not in its row or below ({TABLE})"
     return ""
 
 
+def link_violations(rows, cmake_path, text):
+    """(line, why) for every item of a library's target_link_libraries() that its row does not allow."""
+    found = []
+    for match in LINK.finditer(text):
+        target = match.group(1)
+        if target not in rows:
+            continue
+        line = text.count("\n", 0, match.start()) + 1
+        allowed = {item for package in rows[target]["packages"] for item in PACKAGES[package][1]}
+        for item in match.group(2).split():
+            if item in LINK_KEYWORDS or item.startswith("#"):
+                continue
+            if item in rows:
+                if item not in rows[target]["uses"]:
+                    found.append((line, f"{target} must not link {item}: not in its row's uses ({TABLE})"))
+            elif item not in allowed:
+                package = next((p for p, (_, items) in PACKAGES.items() if item in items), None)
+                found.append((line, f"{target} must not link {item}: " +
+                              (f"package {package} is not in its row ({TABLE})" if package else
+                               "no package of tests/layering_test.py PACKAGES names it")))
+    return found
+
+
+def cmake_files():
+    found = []
+    for directory, subdirs, files in os.walk(SOURCE):
+        subdirs[:] = sorted(d for d in subdirs if not d.startswith(".") and d not in ("tests", "build")
+                            and not d.startswith("build"))
+        found += [os.path.relpath(os.path.join(directory, f), SOURCE) for f in files if f == "CMakeLists.txt"]
+    return sorted(found)
+
+
 def main():
-    files = sources()
-    check(len(files) > 0, "the layer directories hold sources", SOURCE)
-    includes = 0
-    for path, layer in files:
-        with open(os.path.join(SOURCE, path), encoding="utf-8", errors="replace") as f:
-            for number, line in enumerate(f, 1):
-                match = INCLUDE.match(line)
-                if not match:
-                    continue
-                includes += 1
-                why = violation(path, layer, match.group(1), match.group(2).strip())
-                check(not why, f"{path}:{number}: {line.strip()}", why, quiet=True)
-    print(f"read {includes} includes in {len(files)} files under {', '.join(f'{d}/' for d in LAYERS)}")
+    rows = read_table()
+    includes = files = 0
+    for library, row in rows.items():
+        for path in sources(row["folder"]):
+            files += 1
+            with open(os.path.join(SOURCE, path), encoding="utf-8", errors="replace") as f:
+                for number, line in enumerate(f, 1):
+                    match = INCLUDE.match(line)
+                    if not match:
+                        continue
+                    includes += 1
+                    why = include_violation(rows, library, path, match.group(1), match.group(2).strip())
+                    check(not why, f"{path}:{number}: {line.strip()}", why, quiet=True)
+    check(files > 0, "the libraries' folders hold sources", SOURCE)
+    links = 0
+    for path in cmake_files():
+        with open(os.path.join(SOURCE, path), encoding="utf-8") as f:
+            text = f.read()
+        links += len(LINK.findall(text))
+        for line, why in link_violations(rows, path, text):
+            check(False, f"{path}:{line}: target_link_libraries", why, quiet=True)
+    for binary in sys.argv[1:]:
+        loaded = subprocess.run(["ldd", binary], capture_output=True, text=True).stdout
+        check("httplib" not in loaded, f"{os.path.basename(binary)} loads no cpp-httplib (ldd)",
+              [l.strip() for l in loaded.splitlines() if "httplib" in l], quiet=True)
+    print(f"read {includes} includes in {files} files of {len(rows)} libraries, {links} target_link_libraries(), "
+          f"ldd of {len(sys.argv) - 1} test executables ({TABLE})")
     finish()
 
 

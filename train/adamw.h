@@ -15,8 +15,10 @@ struct AdamWOptions {
 
 class FlatAdamW {
  public:
-  // decay_mask: [numel], 1 where weight decay applies, 0 where not (LayerNorms, biases, sink logits).
-  FlatAdamW(const torch::Tensor& decay_mask, AdamWOptions options);
+  // decay_mask: [numel], 1 where weight decay applies, 0 where not (LayerNorms, biases, sink logits);
+  // lr_scale: [numel], each element's learning rate as a multiple of step()'s (a sink parameter's
+  // lr_multiplier, model/sink.h; 1 elsewhere).
+  FlatAdamW(const torch::Tensor& decay_mask, const torch::Tensor& lr_scale, AdamWOptions options);
 
   // params, grads: [numel] views of this optimizer's range.
   void step(const torch::Tensor& params, const torch::Tensor& grads, double lr);
@@ -33,9 +35,10 @@ class FlatAdamW {
   struct Run {
     int64_t offset, numel;
     bool decay;
+    float lr_scale;
   };
   AdamWOptions options_;
-  std::vector<Run> runs_;  // maximal stretches of the range with one weight-decay setting
+  std::vector<Run> runs_;  // maximal stretches of the range with one weight-decay setting and learning rate
   torch::Tensor exp_avg_, exp_avg_sq_;
   torch::Tensor step_tensor_;  // [] float32 on the device: the fused kernel reads the step count from it
   int64_t steps_ = 0;

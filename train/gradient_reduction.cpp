@@ -62,7 +62,8 @@ GradientReduction::GradientReduction(FlatParameters& flat, Communicator& communi
       communicator_(communicator),
       shard_begin_(shard_begin),
       shard_numel_(shard_numel),
-      optimizer_(flat.decay_mask().narrow(0, shard_begin, shard_numel), adamw) {}
+      optimizer_(flat.decay_mask().narrow(0, shard_begin, shard_numel), flat.lr_scale().narrow(0, shard_begin, shard_numel),
+                 adamw) {}
 
 void GradientReduction::step(double norm, double clip, double lr) {
   auto grads = reduced_grads();

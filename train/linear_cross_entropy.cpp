@@ -3,7 +3,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
-#include "train/softmax_cross_entropy.h"
+#include "model/kernels/softmax_cross_entropy.h"
 
 namespace sinklm {
 namespace {
@@ -13,7 +13,7 @@ namespace {
 int64_t chunk_rows(int64_t vocab) { return std::max<int64_t>(256, (int64_t{2} << 20) / vocab); }
 
 // Adds the chunk's summed cross-entropy to `loss`; returns its logits [r, V] turned into softmax - one-hot
-// (when `gradient`). On an AVX-512 CPU in one kernel (train/softmax_cross_entropy.h), else with LibTorch's ops.
+// (when `gradient`). On an AVX-512 CPU in one kernel (model/kernels/softmax_cross_entropy.h), else with LibTorch's ops.
 torch::Tensor chunk_loss_and_gradient(torch::Tensor logits, const torch::Tensor& t, const torch::Tensor& keep,
                                       torch::Tensor& loss, bool gradient) {
   if (softmax_cross_entropy_applies(logits)) {

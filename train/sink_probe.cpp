@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "data/shards/token_loader.h"
-#include "eval/attention_analysis.h"
+#include "model/attention_mass.h"
 
 namespace sinklm {
 
@@ -48,10 +48,7 @@ nlohmann::json SinkProbe::measure(GPTNeoXForCausalLM& model, int64_t steps_done)
   const AttentionMass mass = measure_attention_mass(model, sequences_, /*first=*/0, /*map_tokens=*/0);
   const double sink_1 = (mass.key0 > kEpsilon).to(torch::kFloat64).mean().item<double>();
   nlohmann::json out = {{"step", steps_done}, {"sink_mass", layer_means(mass.sink)}, {"sink_1", sink_1}};
-  if (mass.gate_mean.defined()) {
-    out["gate_mean"] = layer_means(mass.gate_mean);
-    out["gate_dormant"] = layer_means(mass.gate_dormant);
-  }
+  for (size_t s = 0; s < mass.statistics.size(); ++s) out[mass.statistic_specs[s].name] = layer_means(mass.statistics[s]);
   out["sink_probe_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }

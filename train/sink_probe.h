@@ -3,7 +3,7 @@
 //
 // Sequences: the first kSequences validation samples of kTokens positions (sink tokens of a `token` model
 // first, exactly as in training; file order), kTokens = min(64, model.max_position_embeddings). Per layer,
-// from measure_attention_mass (eval/attention_analysis.h, the function `sinklm analyze` reports):
+// from measure_attention_mass (model/attention_mass.h, the function `sinklm analyze` reports):
 //   sink_mass[l]  mean over heads, sequences and the queries T/2..T-1 ("far from the start") of the mass
 //                 on the sink: the sink token(s) (token), the mass the sink column absorbed, 1 - row sum
 //                 (softmax1 / logit), or position 0 (none). The same numbers as `sinklm analyze --tokens T
@@ -11,8 +11,9 @@
 //   sink_1        Gu et al.'s Sink_1^eps (ICLR 2025, arXiv 2410.10781): the fraction of (layer, head) pairs
 //                 whose alpha_0 > eps = 0.3, alpha_0 being the mean attention key 0 (the first position: the
 //                 sink token of a `token` model, else the first text token) receives from all T queries.
-// Record: {"step", "sink_mass": [L], "sink_1", "gate_mean"?: [L], "gate_dormant"?: [L] (gated models; per layer
-// the mean over heads of eval/attention_analysis.h's gate statistics), "sink_probe_s"} (seconds spent measuring).
+// Record: {"step", "sink_mass": [L], "sink_1", then per layer the mean over heads of each statistic the mode's
+// row adds (model/sink.h: SinkModeSpec::statistics; gated: "gate_mean", "gate_dormant"),
+// "sink_probe_s"} (seconds spent measuring).
 #pragma once
 #include <nlohmann/json.hpp>
 #include <torch/types.h>

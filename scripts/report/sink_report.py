@@ -111,8 +111,18 @@ def sink_mass_table(sources):
     print()
 
 
-SINK_SITE = {"token": "sink token", "softmax1": "sink column", "logit": "sink column", "kv": "sink column",
-             "none": "position 0", "gated": "position 0"}  # model/sink.h: sink_site
+# heads.json's key of the mass on the sink, per sink site (model/sink.h: SinkSite; heads.json "sink_site").
+SITE_KEY = {"sink token": "sink_token", "sink column": "implicit_sink", "position 0": None}
+
+
+def mode_statistics(heads):
+    """Per layer, the mode's own statistics (heads.json "statistics": model/sink.h's SinkModeSpec) joined by
+    '·' (e.g. mean gate·dormant fraction), layers by ' / '; '-' for a mode without any."""
+    names = [st["name"] for st in heads.get("statistics", [])]
+    if not names:
+        return "-"
+    per_layer = list(zip(*(layer_means(heads, name) for name in names)))
+    return " / ".join("·".join(f"{v:.2f}" for v in values) for values in per_layer)
 
 
 def layer_means(heads, key):
@@ -134,11 +144,12 @@ def variants_table(s):
     print(f"Every variant on the {s.label} source (W = {s.window}). Sink mass: `sinklm analyze`, mean over heads "
           "of the attention queries in the second half of each held-out segment put on the variant's own sink "
           "(its sink token; the extra softmax column for the zero sink, sink logit and K/V sink; position 0 for "
-          "vanilla and gated). Gates (gated only): mean gate and the fraction of (token, head) gates below 0.1, "
-          "per layer. Perplexity through a W-entry cache as in Table 3; dense = the full cache. Validation loss: "
+          "the others). Mode statistics: what the variant's own row adds (heads.json \"statistics\"), per layer; "
+          "gated: mean gate·fraction of (token, head) gates below 0.1. Perplexity "
+          "through a W-entry cache as in Table 3; dense = the full cache. Validation loss: "
           "the last evaluation in training. Training speed: mean tokens/s over the logged steps, relative to the "
           "vanilla model of the same source.\n")
-    print("| model | sink on | sink mass per layer | gate mean / dormant per layer | 0+W | 1+(W-1) | 4+(W-4) | "
+    print("| model | sink on | sink mass per layer | mode statistics per layer | 0+W | 1+(W-1) | 4+(W-4) | "
           "0+W ÷ 1+(W-1) | dense | validation loss | training speed |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     vanilla = next((tokens_per_s(s.metrics(r)) for r in s.runs if s.mode(r) == "none"), None)
@@ -148,12 +159,11 @@ def variants_table(s):
         full = load(os.path.join(s.dir, f"stream-{run}-full.json"))
         if not heads or not summary:
             continue
-        mode = heads["sink_mode"]
-        key = {"token": "sink_token", "none": None, "gated": None}.get(mode, "implicit_sink")
-        mass = layer_means(heads, key) if key else [  # vanilla, gated: position 0
+        mode, site = heads["sink_mode"], heads["sink_site"]
+        key = SITE_KEY[site]
+        mass = layer_means(heads, key) if key else [  # position 0
             sum(h["first_positions"][0] for h in layer["heads"]) / len(layer["heads"]) for layer in heads["layers"]]
-        gate_mean, dormant = layer_means(heads, "gate_mean"), layer_means(heads, "gate_dormant")
-        gates = " / ".join(f"{g:.2f}·{d:.2f}" for g, d in zip(gate_mean, dormant)) if gate_mean else "-"
+        gates = mode_statistics(heads)
         ppl = {r["config"]: r["ppl"] for r in summary["runs"]}
         w = s.window
         cells = [ppl.get(f"0+{w}"), ppl.get(f"1+{w - 1}"), ppl.get(f"4+{w - 4}")]
@@ -163,10 +173,10 @@ def variants_table(s):
         val = [r["val_loss"] for r in s.metrics(run) if "val_loss" in r]
         speed = tokens_per_s(s.metrics(run))
         relative = f"{speed / vanilla:.2f}x" if speed and vanilla else "-"
-        print(f"| {run} ({mode}) | {SINK_SITE.get(mode, '?')} | " + " / ".join(f"{m:.3f}" for m in mass) +
+        print(f"| {run} ({mode}) | {site} | " + " / ".join(f"{m:.3f}" for m in mass) +
               f" | {gates} | " + " | ".join(text) + f" | {ratio} | {dense} | " +
               (f"{val[-1]:.4f}" if val else "-") + f" | {relative} |")
-    print("\n*Gate cells: mean gate·fraction below 0.1, layer 0 / layer 1 / ...*\n")
+    print("\n*Mode statistics: the row's statistics joined by '·', layer 0 / layer 1 / ...*\n")
 
 
 def onset_plot(s, path):

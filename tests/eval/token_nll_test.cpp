@@ -1,10 +1,10 @@
-// token_nll (eval/token_nll.h) against -log_softmax(...).gather(...): the AVX-512 kernel on float32 rows (the
+// token_nll (model/kernels/token_nll.h) against -log_softmax(...).gather(...): the AVX-512 kernel on float32 rows (the
 // streaming path: a vocabulary not a multiple of 16, extreme and tied logits), and the LibTorch fallback
 // for other dtypes and strided rows.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "eval/token_nll.h"
+#include "model/kernels/token_nll.h"
 
 namespace sinklm {
 namespace {

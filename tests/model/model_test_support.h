@@ -29,6 +29,15 @@ inline std::vector<std::string> sink_mode_names() {
   return names;
 }
 
+// Whether `p` is a weight or bias of some layer's output gate (mode gated), by the tensor.
+inline bool is_output_gate_parameter(GPTNeoXForCausalLM& model, const torch::Tensor& p) {
+  for (size_t l = 0; l < model->gpt_neox->layers->size(); ++l) {
+    const auto& gate = model->gpt_neox->layers->ptr<GPTNeoXLayerImpl>(l)->attention->gate;
+    if (gate && (gate->weight.is_same(p) || (gate->bias.defined() && gate->bias.is_same(p)))) return true;
+  }
+  return false;
+}
+
 // Sink parameters (e.g. the learned logit) and output gates drawn far from their init, so a test of a
 // learned column does not pass because the column happens to equal another mode's constant one (logit 0 is
 // softmax1), nor a gated model because its gates all sit near sigmoid(0).
@@ -36,7 +45,7 @@ inline void randomize_sink_parameters(GPTNeoXForCausalLM& model, uint64_t seed =
   torch::NoGradGuard no_grad;
   torch::manual_seed(seed);
   for (auto& item : model->named_parameters())
-    if (is_sink_parameter(item.key()) || item.key().find(".attention.gate.") != std::string::npos)
+    if (model->sink_parameter_spec(item.value()) || is_output_gate_parameter(model, item.value()))
       item.value().copy_(torch::randn(item.value().sizes()) * 1.5);
 }
 

@@ -1,6 +1,6 @@
 // The fused CPU attention kernel (rotary + causal attention + head merge, forward and backward) against the
 // split path it replaces: apply_rotary and model/attention.h's reference on q, k, v views of the same qkv.
-#include "model/packed_qkv_attention.h"
+#include "model/kernels/packed_qkv_attention.h"
 
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The few-row product (model/few_row_matmul.h) and the Projection layer that uses it, against LibTorch's
+// The few-row product (model/kernels/few_row_matmul.h) and the Projection layer that uses it, against LibTorch's
 // linear: every row count around the 16-row tile and the 64-row limit, column counts off the 16-column panel,
 // with and without bias.
 #include "model/projection.h"
@@ -7,7 +7,7 @@
 #include <torch/torch.h>
 
 #include "core/cpu_features.h"
-#include "model/few_row_matmul.h"
+#include "model/kernels/few_row_matmul.h"
 #include "model_test_support.h"
 
 namespace sinklm {

@@ -12,7 +12,7 @@
 #include "train/adamw.h"
 #include "train/flat_parameters.h"
 #include "train/linear_cross_entropy.h"
-#include "train/softmax_cross_entropy.h"
+#include "model/kernels/softmax_cross_entropy.h"
 #include "train/train_options.h"
 
 namespace sinklm {
@@ -36,14 +36,23 @@ TEST(WeightDecay, NotOnNormsBiasesOrSinkLogits) {
   EXPECT_FALSE(takes_weight_decay("gpt_neox.layers.0.attention.query_key_value.bias"));
   EXPECT_FALSE(takes_weight_decay("gpt_neox.layers.3.input_layernorm.weight"));
   EXPECT_FALSE(takes_weight_decay("gpt_neox.final_layer_norm.weight"));
-  EXPECT_FALSE(takes_weight_decay("gpt_neox.layers.1.attention.sink_logit"));
+  // Sink logits: by their spec (model/sink.h), handed over with the tensor, not matched by name.
+  GPTNeoXForCausalLM model(ModelConfig::from(testing_support::tiny_config("logit")));
+  FlatParameters flat(*model, 1, model->sink_parameters());
+  int64_t sink_logits = 0;
+  for (const auto& slot : flat.slots())
+    if (slot.name == "gpt_neox.layers.1.attention.sink_logit") {
+      EXPECT_FALSE(slot.decay);
+      ++sink_logits;
+    }
+  EXPECT_EQ(sink_logits, 1);
 }
 
 TEST(FlatParameters, ParametersAndGradientsAliasTheFlatBuffers) {
   GPTNeoXForCausalLM model(ModelConfig::from(testing_support::tiny_config("logit")));
   auto ids = testing_support::random_ids(2, 8, 60);
   auto expected_logits = model->forward(ids).detach();
-  FlatParameters flat(*model, 7);
+  FlatParameters flat(*model, 7, model->sink_parameters());
   EXPECT_EQ(flat.padded_numel() % 7, 0);
   EXPECT_TRUE(torch::equal(model->forward(ids).detach(), expected_logits)) << "flattening changed the model";
   int64_t decayed = 0;
@@ -123,7 +132,7 @@ TEST(FlatAdamW, MatchesTorchAdamWWithDecayGroups) {
 
   auto params = torch::cat({decayed, plain});
   auto mask = torch::cat({torch::ones({5}), torch::zeros({3})});
-  FlatAdamW ours(mask, {0.9, 0.95, 1e-8, 0.1});
+  FlatAdamW ours(mask, torch::ones_like(mask), {0.9, 0.95, 1e-8, 0.1});
   for (int step = 0; step < 5; ++step) {
     auto grads = torch::randn({8});
     reference[0].mutable_grad() = grads.narrow(0, 0, 5).clone();

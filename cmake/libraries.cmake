@@ -1,0 +1,30 @@
+# Reads cmake/libraries.txt, the table of allowed dependencies, so that CMake links what the layering test
+# checks (tests/layering_test.py reads the same file).
+
+set(SINKLM_LIBRARIES "")
+file(STRINGS ${CMAKE_CURRENT_LIST_DIR}/libraries.txt sinklm_library_rows REGEX "^[^#]")
+foreach(row ${sinklm_library_rows})
+  string(REGEX REPLACE "[ \t]+" ";" fields "${row}")
+  list(LENGTH fields count)
+  if(NOT count EQUAL 4)
+    message(FATAL_ERROR "cmake/libraries.txt: '${row}' has ${count} columns, not 4 (library folder uses packages)")
+  endif()
+  list(GET fields 0 library)
+  list(GET fields 2 uses)
+  if(uses STREQUAL "-")
+    set(uses "")
+  endif()
+  string(REPLACE "," ";" uses "${uses}")
+  set(SINKLM_USES_${library} "${uses}")
+  list(APPEND SINKLM_LIBRARIES ${library})
+endforeach()
+
+# sinklm_link_from_table(<target> <PUBLIC|PRIVATE>): links <target> to the libraries its row uses.
+function(sinklm_link_from_table target scope)
+  if(NOT target IN_LIST SINKLM_LIBRARIES)
+    message(FATAL_ERROR "${target}: no row in cmake/libraries.txt")
+  endif()
+  if(SINKLM_USES_${target})
+    target_link_libraries(${target} ${scope} ${SINKLM_USES_${target}})
+  endif()
+endfunction()

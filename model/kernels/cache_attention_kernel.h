@@ -1,0 +1,33 @@
+// The two products of decode attention against cached keys and values, and the store of the new entry, for
+// every stream and head of a batch at once. Each (stream, head) has one query row, so LibTorch's batched
+// matmul runs them as m * H separate BLAS matrix-vector calls; on an AVX-512F CPU these functions run loops
+// that read every cached key and value once, in place, at close to the memory bandwidth (the bound a decode
+// step has), and elsewhere (other CPUs, CUDA, other layouts) LibTorch's ops with the products in the storage
+// dtype. The softmax between them stays LibTorch's (softmax_with_sink, model/sink.h), so the sink semantics
+// live in one place. The kernels sum over the head dimension (scores) or the cache (outputs) in order, in
+// float32: results differ from BLAS by rounding only (bfloat16 K/V: from LibTorch's bfloat16 products by their
+// rounding, which the kernels do not do).
+#pragma once
+#include <torch/types.h>
+
+namespace sinklm {
+
+// Whether the kernels take these caches ([m, H, width, D] on the CPU, float32 or bfloat16 (read as float32:
+// products and sums in float32); keys stored transposed, i.e. entries contiguous, as decode/kv_pool.h lays
+// them out; values with rows of D contiguous), with D a multiple of 16 up to 128, on an AVX-512F CPU.
+bool cache_attention_kernel_applies(const torch::Tensor& keys, const torch::Tensor& values);
+
+// Writes entry i of new_keys and new_values ([n, H, D] float32) into keys and values (as above) at
+// [rows[i], :, columns[i]] (rows, columns: [n] int64 on the caches' device; bfloat16: rounded to nearest even,
+// as .to() rounds): index_put_, which the kernel path does without its per-call indexing machinery.
+void store_cache_entries(const torch::Tensor& keys, const torch::Tensor& values, const torch::Tensor& rows,
+                         const torch::Tensor& columns, const torch::Tensor& new_keys, const torch::Tensor& new_values);
+
+// queries [m, H, r, D] (r = 1; or r = 2 where the first `split` columns take query row 1 and the rest row 0),
+// keys [m, H, width, D] -> float32 scores [m, H, 1, width]: scores[i, h, 0, j] = <query, keys[i, h, j]>.
+torch::Tensor cached_key_scores(const torch::Tensor& queries, const torch::Tensor& keys, int64_t split);
+
+// probs [m, H, 1, width], values [m, H, width, D] -> [m, H, 1, D]: sum_j probs[i, h, 0, j] values[i, h, j].
+torch::Tensor cached_value_mix(const torch::Tensor& probs, const torch::Tensor& values);
+
+}  // namespace sinklm

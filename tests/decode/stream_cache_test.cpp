@@ -1,0 +1,264 @@
+// The cached decoding path against the model's own forward pass and the literal StreamingLLM reference.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "decode/cached_decoder.h"
+#include "tests/decode/decode_test_support.h"
+
+namespace sinklm {
+namespace {
+
+using namespace testing_support;
+
+std::vector<int64_t> with_sink_tokens(const ModelConfig& c, const std::vector<int64_t>& ids) {
+  return with_sink_prefix(c, ids);
+}
+
+
+TEST(CachedDecoder, FullCacheEqualsWholeSequenceForwardForEverySinkMode) {
+  for (const std::string& mode : testing_support::sink_mode_names()) {
+    auto model = random_tiny_model(mode);
+    const auto& c = model->config();
+    auto ids = with_sink_tokens(c, random_token_ids(45, c.tokenizer_vocab_size, 3));
+    torch::Tensor expected;
+    {
+      c10::InferenceMode guard;
+      expected = model->forward(torch::tensor(ids).unsqueeze(0))[0];  // [T, V]
+    }
+    CachedDecoder decoder(model);
+    DecoderStream stream(policy_of("full", 64, -1, c), PositionRule::Cache, KeyRotation::Relative, c, torch::kCPU);
+    auto logits = stream_logits(decoder, stream, ids, 7);
+    EXPECT_LE(relative_error(logits, expected), 1e-5) << mode;
+    EXPECT_EQ(stream.entries(), static_cast<int64_t>(ids.size()));
+  }
+}
+
+// The equivalence proof: 5,000 tokens, W = 64, fast path token by token and in chunks, against the
+// literal reference (keys re-rotated at 0..n-1 every step), fp32, relative error <= 1e-4 at every token.
+TEST(StreamCache, RelativeRotationEqualsLiteralReferenceOver5000Tokens) {
+  auto model = random_tiny_model("none", {"model.rotary_pct=1.0", "model.rotary_base=500"});
+  const auto& c = model->config();
+  CachedDecoder decoder(model);
+  auto policy = policy_of("sink_window", 64, 4, c);
+  DecoderStream fast(policy, PositionRule::Cache, KeyRotation::Relative, c, torch::kCPU);
+  DecoderStream literal(policy, PositionRule::Cache, KeyRotation::Literal, c, torch::kCPU);
+  DecoderStream chunked(policy, PositionRule::Cache, KeyRotation::Relative, c, torch::kCPU);
+  const auto ids = random_token_ids(5000, c.tokenizer_vocab_size, 7);
+  double worst = 0;
+  for (size_t t = 0; t < ids.size(); ++t) {
+    auto logits = decoder.step({{&fast, {ids[t]}}, {&literal, {ids[t]}}});
+    worst = std::max(worst, relative_error(logits[0], logits[1]));
+    ASSERT_EQ(fast.entries(), policy->entries_after(t + 1));
+    ASSERT_EQ(literal.entries(), policy->entries_after(t + 1));
+    ASSERT_LE(fast.entries(), 64);
+    ASSERT_LE(fast.cache_allocated_entries(), 64);
+  }
+  EXPECT_LE(worst, 1e-4);
+  EXPECT_EQ(fast.entries(), 64);
+  // Chunked prefill (chunks of 100 cross the eviction boundary) against the same reference, replayed.
+  DecoderStream replay(policy, PositionRule::Cache, KeyRotation::Literal, c, torch::kCPU);
+  auto reference = stream_logits(decoder, replay, std::vector<int64_t>(ids.begin(), ids.begin() + 1000), 1);
+  auto prefilled = stream_logits(decoder, chunked, std::vector<int64_t>(ids.begin(), ids.begin() + 1000), 100);
+  EXPECT_LE(relative_error(prefilled, reference), 1e-4);
+}
+
+// Every sink variant, both position rules, window and sink_window: fast chunked (prefill) and token by token
+// (the decode kernel) == literal.
+TEST(StreamCache, RelativeEqualsLiteralForEveryModeAndPositionRule) {
+  for (const std::string& mode : testing_support::sink_mode_names()) {
+    auto model = random_tiny_model(mode, {"model.rotary_base=300"});
+    const auto& c = model->config();
+    CachedDecoder decoder(model);
+    auto ids = with_sink_tokens(c, random_token_ids(300, c.tokenizer_vocab_size, 9));
+    for (auto rule : {PositionRule::Cache, PositionRule::Stream}) {
+      for (int64_t sinks : {0, 2}) {
+        auto policy = policy_of("sink_window", 24, sinks, c);
+        DecoderStream fast(policy, rule, KeyRotation::Relative, c, torch::kCPU);
+        DecoderStream decoding(policy, rule, KeyRotation::Relative, c, torch::kCPU);
+        DecoderStream literal(policy, rule, KeyRotation::Literal, c, torch::kCPU);
+        auto a = stream_logits(decoder, fast, ids, 33);
+        auto b = stream_logits(decoder, literal, ids, 1);
+        auto d = stream_logits(decoder, decoding, ids, 1);
+        EXPECT_LE(relative_error(a, b), 1e-4) << mode << " " << position_rule_name(rule) << " sinks " << sinks;
+        EXPECT_LE(relative_error(d, b), 1e-4) << mode << " " << position_rule_name(rule) << " sinks " << sinks
+                                              << ", token by token";
+        EXPECT_EQ(fast.entries(), 24);
+        EXPECT_EQ(literal.entries(), 24);
+      }
+    }
+  }
+}
+
+// Batched decoding across streams (one attention call per layer and pool page) equals stream-by-stream
+// attention: every sink mode, both position rules, sink_window and window, mixed prefill + decode steps.
+TEST(CachedDecoder, BatchedDecodeEqualsStreamByStreamForEveryModeAndRule) {
+  for (const std::string& mode : testing_support::sink_mode_names()) {
+    auto model = random_tiny_model(mode, {"model.rotary_base=300"});
+    for (auto rule : {PositionRule::Cache, PositionRule::Stream}) {
+      for (const std::string policy : {"sink_window", "window"}) {
+        int64_t batched_tokens = 0;
+        const double error =
+            batched_against_alone(model, policy_of(policy, 16, -1, model->config()), rule, 5, 30, &batched_tokens);
+        EXPECT_LE(error, 1e-5) << mode << " " << position_rule_name(rule) << " " << policy;
+        EXPECT_GE(batched_tokens, 30 * 3) << "the batched path was not taken";  // >= 4 of 5 streams decode per step
+      }
+    }
+  }
+}
+
+// bf16 K/V storage: half the bytes, logits close to float32 storage, and batched == stream by stream.
+TEST(CachedDecoder, Bf16KvStorageIsCloseToFloat32AndBatchesTheSame) {
+  auto model = random_tiny_model("token", {"model.rotary_base=300"});
+  const auto& c = model->config();
+  CacheOptions o;
+  o.window = 16;
+  std::shared_ptr<const KvCachePolicy> fp32 = make_cache_policy(o, c);
+  o.kv_dtype = torch::kBFloat16;
+  std::shared_ptr<const KvCachePolicy> bf16 = make_cache_policy(o, c);
+  CachedDecoder decoder(model);
+  DecoderStream a(fp32, PositionRule::Cache, KeyRotation::Relative, c, torch::kCPU);
+  DecoderStream b(bf16, PositionRule::Cache, KeyRotation::Relative, c, torch::kCPU);
+  auto ids = with_sink_tokens(c, random_token_ids(60, c.tokenizer_vocab_size, 5));
+  auto la = stream_logits(decoder, a, ids, 7), lb = stream_logits(decoder, b, ids, 7);
+  const double error = relative_error(lb, la);
+  EXPECT_GT(error, 0) << "bf16 storage changed nothing: is it stored in bf16?";
+  EXPECT_LE(error, 0.05);
+  EXPECT_EQ(b.snapshot().keys[0].scalar_type(), torch::kFloat32);  // snapshots stay float32 on disk
+  int64_t batched_tokens = 0;
+  EXPECT_LE(batched_against_alone(model, bf16, PositionRule::Cache, 4, 20, &batched_tokens), 1e-2);
+  EXPECT_GT(batched_tokens, 0);
+}
+
+// Control: once tokens are evicted the two position rules give different logits, so the tests above would
+// notice a cache that applied the wrong rule.
+TEST(StreamCache, PositionRuleChangesLogitsAfterEviction) {
+  auto model = random_tiny_model("none", {"model.rotary_pct=1.0", "model.rotary_base=100"});
+  const auto& c = model->config();
+  CachedDecoder decoder(model);
+  auto policy = policy_of("sink_window", 16, 4, c);
+  DecoderStream by_cache(policy, PositionRule::Cache, KeyRotation::Relative, c, torch::kCPU);
+  DecoderStream by_stream(policy, PositionRule::Stream, KeyRotation::Relative, c, torch::kCPU);
+  auto ids = random_token_ids(64, c.tokenizer_vocab_size, 2);
+  auto a = stream_logits(decoder, by_cache, ids, 8), b = stream_logits(decoder, by_stream, ids, 8);
+  EXPECT_LE(relative_error(a.narrow(0, 0, 16), b.narrow(0, 0, 16)), 1e-5);  // identical before eviction
+  EXPECT_GE(relative_error(a.narrow(0, 32, 32), b.narrow(0, 32, 32)), 1e-3);
+}
+
+// The same cache contents decode to the same logits at stream position 10,000,000 as at 10,000.
+TEST(StreamCache, LogitsAtPositionTenMillionEqualThoseAtTenThousand) {
+  auto model = random_tiny_model("none", {"model.rotary_pct=1.0"});
+  const auto& c = model->config();
+  CachedDecoder decoder(model);
+  auto policy = policy_of("sink_window", 64, 4, c);
+  DecoderStream near(policy, PositionRule::Cache, KeyRotation::Relative, c, torch::kCPU);
+  stream_logits(decoder, near, random_token_ids(10000, c.tokenizer_vocab_size, 4), 256);
+  CacheSnapshot contents = near.snapshot();
+  contents.stream_length = 10000000;
+  std::vector<int64_t> held(near.held_tokens().begin(), near.held_tokens().end());
+  DecoderStream far(policy, PositionRule::Cache, KeyRotation::Relative, c, torch::kCPU, contents, held);
+  DecoderStream far_literal(policy, PositionRule::Cache, KeyRotation::Literal, c, torch::kCPU, contents, held);
+  auto next = random_token_ids(200, c.tokenizer_vocab_size, 5);
+  auto at_near = stream_logits(decoder, near, next, 1);
+  auto at_far = stream_logits(decoder, far, next, 1);
+  auto at_far_literal = stream_logits(decoder, far_literal, next, 1);
+  EXPECT_LE(relative_error(at_far, at_near), 1e-5);
+  EXPECT_LE(relative_error(at_far_literal, at_near), 1e-5);
+  EXPECT_EQ(far.length(), 10000200);
+  EXPECT_EQ(far.entries(), 64);
+}
+
+int64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * 4096;
+}
+
+// One million tokens through a very small model: the cache stays at its budget and memory stays flat.
+TEST(StreamCache, MillionTokenStreamKeepsMemoryFlat) {
+  auto model = random_tiny_model("none", {"model.num_layers=1", "model.hidden_size=16", "model.num_heads=2",
+                                          "model.intermediate_size=16"});
+  const auto& c = model->config();
+  CachedDecoder decoder(model);
+  auto policy = policy_of("sink_window", 16, 4, c);
+  DecoderStream stream(policy, PositionRule::Cache, KeyRotation::Relative, c, torch::kCPU);
+  const auto ids = random_token_ids(128, c.tokenizer_vocab_size, 13);
+  int64_t rss_early = 0;
+  torch::Tensor logits;
+  while (stream.length() < 1000000) {
+    const int64_t take = std::min<int64_t>(stream.max_chunk(128), 1000000 - stream.length());
+    logits = decoder.step({{&stream, std::vector<int64_t>(ids.begin(), ids.begin() + take)}})[0];
+    ASSERT_EQ(stream.entries(), std::min<int64_t>(stream.length(), 16));
+    if (rss_early == 0 && stream.length() >= 100000) rss_early = resident_bytes();
+  }
+  EXPECT_EQ(stream.length(), 1000000);
+  EXPECT_EQ(stream.cache_allocated_entries(), 16);
+  EXPECT_TRUE(torch::isfinite(logits).all().item<bool>());
+  EXPECT_LT(resident_bytes() - rss_early, 16 << 20) << "resident memory grew between token 100k and 1M";
+}
+
+TEST(StreamCache, SnapshotMovesBetweenImplementations) {
+  auto model = random_tiny_model("logit");
+  const auto& c = model->config();
+  CachedDecoder decoder(model);
+  auto policy = policy_of("sink_window", 20, 3, c);
+  DecoderStream fast(policy, PositionRule::Stream, KeyRotation::Relative, c, torch::kCPU);
+  stream_logits(decoder, fast, random_token_ids(77, c.tokenizer_vocab_size, 6), 10);
+  std::vector<int64_t> held(fast.held_tokens().begin(), fast.held_tokens().end());
+  DecoderStream literal(policy, PositionRule::Stream, KeyRotation::Literal, c, torch::kCPU, fast.snapshot(), held);
+  DecoderStream fast_again(policy, PositionRule::Stream, KeyRotation::Relative, c, torch::kCPU, literal.snapshot(),
+                           held);
+  auto next = random_token_ids(30, c.tokenizer_vocab_size, 8);
+  auto a = stream_logits(decoder, fast, next, 1), b = stream_logits(decoder, literal, next, 1),
+       d = stream_logits(decoder, fast_again, next, 4);
+  EXPECT_LE(relative_error(b, a), 1e-5);
+  EXPECT_LE(relative_error(d, a), 1e-5);
+  // A snapshot that does not fit the policy is refused with a message naming the mismatch.
+  auto wrong = fast.snapshot();
+  wrong.stream_length = 5;
+  EXPECT_NE(user_error_of([&] { make_stream_cache(policy, PositionRule::Stream, KeyRotation::Relative, c, torch::kCPU, &wrong); })
+                .find("expected"),
+            std::string::npos);
+}
+
+TEST(CachedDecoder, RecomputeHoldsTheSameTokensAndMatchesFullBeforeEviction) {
+  auto model = random_tiny_model("none");
+  const auto& c = model->config();
+  CachedDecoder decoder(model);
+  auto ids = random_token_ids(40, c.tokenizer_vocab_size, 12);
+  DecoderStream recompute(policy_of("recompute", 16, 2, c), PositionRule::Cache, KeyRotation::Relative, c, torch::kCPU);
+  DecoderStream full(policy_of("full", 64, -1, c), PositionRule::Cache, KeyRotation::Relative, c, torch::kCPU);
+  auto a = stream_logits(decoder, recompute, ids, 5), b = stream_logits(decoder, full, ids, 5);
+  EXPECT_LE(relative_error(a.narrow(0, 0, 16), b.narrow(0, 0, 16)), 1e-5);
+  EXPECT_EQ(recompute.entries(), 16);
+  auto held = SinkWindowCache(2, 16).held_positions(40);
+  for (size_t i = 0; i < held.size(); ++i) EXPECT_EQ(recompute.held_tokens()[i], ids[held[i]]);
+  // Full refuses past its limit, naming it.
+  DecoderStream small(policy_of("full", 8, -1, c), PositionRule::Cache, KeyRotation::Relative, c, torch::kCPU);
+  EXPECT_NE(user_error_of([&] { stream_logits(decoder, small, ids, 4); }).find("at most 8"), std::string::npos);
+}
+
+// Several streams of different lengths and policies in one batched step give each stream's solo logits.
+TEST(CachedDecoder, BatchedStreamsEqualSoloStreams) {
+  auto model = random_tiny_model("softmax1");
+  const auto& c = model->config();
+  CachedDecoder decoder(model);
+  auto a_ids = random_token_ids(50, c.tokenizer_vocab_size, 1), b_ids = random_token_ids(50, c.tokenizer_vocab_size, 2);
+  auto policy = policy_of("sink_window", 12, 4, c);
+  DecoderStream a(policy, PositionRule::Cache, KeyRotation::Relative, c, torch::kCPU);
+  DecoderStream b(policy_of("window", 9, -1, c), PositionRule::Stream, KeyRotation::Relative, c, torch::kCPU);
+  DecoderStream a_solo(policy, PositionRule::Cache, KeyRotation::Relative, c, torch::kCPU);
+  DecoderStream b_solo(policy_of("window", 9, -1, c), PositionRule::Stream, KeyRotation::Relative, c, torch::kCPU);
+  // b joins late: a prefills 20 alone, then both decode one token per step.
+  stream_logits(decoder, a, std::vector<int64_t>(a_ids.begin(), a_ids.begin() + 20), 20);
+  auto a_expected = stream_logits(decoder, a_solo, a_ids, 1), b_expected = stream_logits(decoder, b_solo, b_ids, 1);
+  for (int64_t t = 0; t < 30; ++t) {
+    auto out = decoder.step({{&b, {b_ids[t]}}, {&a, {a_ids[20 + t]}}});
+    EXPECT_LE(relative_error(out[1], a_expected[20 + t].unsqueeze(0)), 1e-5);
+    EXPECT_LE(relative_error(out[0], b_expected[t].unsqueeze(0)), 1e-5);
+  }
+}
+
+}  // namespace
+}  // namespace sinklm
