@@ -36,6 +36,17 @@ std::vector<SinkStatistic> gate_statistics() {
   };
 }
 
+// What a rectified row leaves unassigned: 1 - sum_j p_ij over the far queries (softmax rows sum to 1).
+std::vector<SinkStatistic> softpick_statistics() {
+  return {
+    {"unassigned", "mass given to no key", "1 - sum of a query's attention, mean over the far queries",
+     [](const LayerObservation& l) {
+       const int64_t T = l.probabilities.size(1);
+       return (1 - l.probabilities.narrow(1, l.far, T - l.far).sum(-1)).mean(1);
+     }},
+  };
+}
+
 // --- the table: one row per mode, in model.sink.mode's order of choices ---
 
 const std::vector<SinkModeSpec>& table() {
@@ -91,6 +102,18 @@ const std::vector<SinkModeSpec>& table() {
        no_parameters, no_column,
        [](const ModelConfig& c) { return c.sink_gate_elementwise ? c.hidden_size : c.num_heads; },
        SinkSite::FirstPosition, four_cache_sinks, false, gate_statistics()},
+      {SinkMode::Softpick, "softpick", "rectified softmax, no sink by construction (softpick)",
+       [](const ModelConfig&) {
+         return std::string("softpick: ReLU(exp(x_i) - 1) / sum_j |exp(x_j) - 1| instead of softmax (rows may sum to "
+                            "less than 1; no sink by construction)");
+       },
+       no_parameters,
+       [](const ModelConfig&, const std::vector<torch::Tensor>&, const torch::Tensor&) {
+         SinkColumn column;
+         column.normaliser = softpick;
+         return column;
+       },
+       no_gate, SinkSite::FirstPosition, four_cache_sinks, false, softpick_statistics()},
   };
   return rows;
 }
@@ -239,6 +262,16 @@ torch::Tensor sink_value_output(const torch::Tensor& probs, const SinkColumn& co
   if (!column.value.defined()) return {};
   auto on_sink = 1 - probs.to(torch::kFloat32).sum(-1, /*keepdim=*/true);  // [..., H, Tq, 1]
   return on_sink * per_head(column.value.to(torch::kFloat32), probs.dim());
+}
+
+torch::Tensor softpick(const torch::Tensor& scores) {
+  constexpr double kEpsilon = 1e-6;
+  const auto visible = scores.isneginf().logical_not();                         // [..., Tk]
+  const auto m = std::get<0>(scores.max(-1, /*keepdim=*/true)).clamp_min(0);  // [..., 1], >= 0: e^-m <= 1
+  const auto floor = torch::exp(-m);                                            // e^-m
+  const auto shifted = torch::exp(scores - m) - floor;                          // (e^s - 1) e^-m
+  const auto denominator = torch::where(visible, shifted.abs(), torch::zeros_like(shifted)).sum(-1, true) + kEpsilon * floor;
+  return torch::relu(shifted) / denominator;
 }
 
 }  // namespace sinklm

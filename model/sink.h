@@ -15,6 +15,9 @@
 //             the explicit attention bias of Sun et al. 2024; softmax1 is its case key = value = 0
 //   gated     no column: each head's output times a sigmoid gate of the layer's normalised input (Qiu et
 //             al. 2025), `gate` [hidden] -> [H] (headwise) or [H * D] (elementwise), before `dense`
+//   softpick  no column: softmax replaced by the rectified softmax of Zuhri et al. 2025 (arXiv 2504.20966),
+//             p_ij = ReLU(exp(s_ij) - 1) / sum_j |exp(s_ij) - 1|: a row may give a key nothing and need not sum
+//             to 1, so no token has to take the surplus (no sink by construction)
 #pragma once
 #include <torch/types.h>
 
@@ -26,7 +29,7 @@ namespace sinklm {
 
 struct ModelConfig;
 
-enum class SinkMode { None, Token, Softmax1, Logit, KeyValue, Gated };
+enum class SinkMode { None, Token, Softmax1, Logit, KeyValue, Gated, Softpick };
 
 // Every mode, in the table's order (the schema's choices): the one list tests loop over.
 const std::vector<SinkMode>& all_sink_modes();
@@ -125,6 +128,11 @@ torch::Tensor softmax_with_sink(const torch::Tensor& scores, const SinkColumn& c
 // What the column's value adds to the output: (1 - sum_j p_ij) value_h, [..., H, Tq, D] float32, from the
 // probabilities softmax_with_sink returned; undefined when the column has no value.
 torch::Tensor sink_value_output(const torch::Tensor& probs, const SinkColumn& column);
+
+// Softpick (Zuhri et al. 2025) over the last dim, -inf entries masked (they take nothing and add nothing to
+// the sum): ReLU(e^s - 1) / (sum |e^s - 1| + eps), computed as ReLU(e^(s-m) - e^-m) / (sum |e^(s-m) - e^-m| +
+// eps e^-m) with m = max(0, max s), which is the same function without overflow. eps = 1e-6 as in the paper.
+torch::Tensor softpick(const torch::Tensor& scores);
 
 // One layer of a recorded forward (model/attention_probe.h), as a mode's statistics see it.
 struct LayerObservation {

@@ -1,6 +1,7 @@
 // The sink variants: the zero sink is exactly softmax-off-by-one and attending to an all-zero key and
 // value; a sink logit of -inf is vanilla; a kv sink at zero is the zero sink; an open gate is vanilla and an
-// elementwise gate that repeats a headwise one is that one; every sink parameter learns.
+// elementwise gate that repeats a headwise one is that one; every sink parameter learns; softpick is the
+// rectified softmax of its paper, gives nothing where every score is below 0, and keeps no sink.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -238,6 +239,49 @@ TEST(TokenSink, SinkCountMustFitInThePaddedVocabulary) {
   auto msg = testing_support::user_error_of(
       [] { ModelConfig::from(tiny_config("token", {"model.tokenizer_vocab_size=63", "model.sink.count=2"})); });
   EXPECT_NE(msg.find("exceeds model.vocab_size"), std::string::npos) << msg;
+}
+
+// Softpick from its definition, in float64: ReLU(e^s - 1) / (sum over visible keys of |e^s - 1| + 1e-6).
+torch::Tensor softpick_by_definition(const torch::Tensor& scores) {
+  auto s = scores.to(torch::kFloat64);
+  auto visible = s.isneginf().logical_not();
+  auto e = torch::where(visible, s.exp() - 1, torch::zeros_like(s));
+  return e.clamp_min(0) / (e.abs().sum(-1, /*keepdim=*/true) + 1e-6);
+}
+
+TEST(Softpick, EqualsTheRectifiedSoftmaxOfItsDefinitionInEveryImplementation) {
+  Qkv x = random_qkv();
+  const ModelConfig c = ModelConfig::from(tiny_config("softpick"));
+  const SinkColumn column = sink_column(c, {}, x.q);
+  ASSERT_FALSE(column.softmax());
+  auto expected = torch::matmul(softpick_by_definition(causal_scores(x)), x.v.to(torch::kFloat64));
+  for (auto impl : {AttentionImpl::Fast, AttentionImpl::Reference}) {
+    auto out = causal_attention(x.q, x.k, x.v, column, impl);
+    EXPECT_TRUE(torch::allclose(out.to(torch::kFloat64), expected, 1e-5, 1e-6)) << (out - expected).abs().max();
+  }
+}
+
+TEST(Softpick, LargeScoresStayFiniteAndNegativeRowsGiveNothing) {
+  Qkv x = random_qkv();
+  auto scores = causal_scores(x) * 40;  // e^s overflows float32 above 88
+  auto got = softpick(scores);
+  EXPECT_TRUE(torch::isfinite(got).all().item<bool>());
+  EXPECT_TRUE(torch::allclose(got.to(torch::kFloat64), softpick_by_definition(scores), 1e-5, 1e-6));
+  auto negative = torch::full({1, 4}, -2.0).masked_fill(torch::tensor({false, false, false, true}).view({1, 4}), -kInf);
+  EXPECT_EQ(softpick(negative).abs().sum().item<float>(), 0.0f) << "every score below 0: no key gets anything";
+  EXPECT_LT(softpick(scores).sum(-1).max().item<float>(), 1.0f + 1e-5f) << "rows sum to at most 1";
+}
+
+TEST(Softpick, ModelTrainsItsAttentionAndHasNoSinkColumn) {
+  GPTNeoXForCausalLM model(ModelConfig::from(tiny_config("softpick")));
+  EXPECT_TRUE(model->sink_parameters().empty());
+  auto ids = random_ids(2, 10, 60);
+  auto logits = model->forward(ids);
+  ASSERT_TRUE(torch::isfinite(logits).all().item<bool>());
+  torch::nn::functional::cross_entropy(logits.narrow(1, 0, 9).reshape({-1, 64}), ids.narrow(1, 1, 9).reshape(-1)).backward();
+  auto grad = model->gpt_neox->layers->ptr<GPTNeoXLayerImpl>(0)->attention->query_key_value->weight.grad();
+  ASSERT_TRUE(grad.defined());
+  EXPECT_GT(grad.abs().sum().item<float>(), 0.0f);
 }
 
 }  // namespace
