@@ -87,6 +87,36 @@ std::vector<std::vector<int64_t>> cut_segments(const ModelConfig& c, const std::
   return out;
 }
 
+// Every flag of `analyze`, bound to what it sets; -1 / "": a default that follows the model or another flag.
+struct AnalyzeFlags {
+  ModelFlags model;
+  std::string text, out, layers, classify_heads, recall, positions = "cache", score;
+  int64_t tokens = -1, segments = 8, first = 4, map_tokens = 16;
+  int64_t window = 1024, sinks = -1, retrieval_window = -1, retrieval_heads = -1, pairs = RecallProbeOptions{}.pairs;
+};
+
+std::vector<FlagSpec> analyze_flags(AnalyzeFlags& f) {
+  constexpr Range kCount{1, 1e12}, kOrDefault{-1, 1e12};
+  return with_flags(
+      {flag(&f.text, "text", "FILE", "UTF-8 text to analyse (held-out text, several segments long)"),
+       flag(&f.out, "out", "DIR", "output directory (heads.json, analysis.md, PNGs), replaced atomically"),
+       flag(&f.tokens, "tokens", "N", "positions per segment, sinks included (-1: min(256, context))", kOrDefault),
+       flag(&f.segments, "segments", "S", "segments averaged over", kCount),
+       flag(&f.first, "first", "K", "first text positions reported per head", Range{0, 1e12}),
+       flag(&f.layers, "layers", "LIST", "layers with an attention-map PNG (default 0,1,middle,last)"),
+       flag(&f.map_tokens, "map-tokens", "M", "rows and columns of the attention-map PNGs", Range{0, 1e12}),
+       flag(&f.classify_heads, "classify-heads", "FILE", "write a head-policy file for --cache heads instead (no --out)"),
+       flag(&f.recall, "recall", "DIR", "classify: calibrate on a recall source's stream instead of --text"),
+       flag(&f.window, "window", "W", "classify: the streaming heads' cache budget", kCount),
+       flag(&f.sinks, "sinks", "S", "classify: sink entries (-1: the model's cache default)", kOrDefault),
+       flag(&f.retrieval_window, "retrieval-window", "R", "classify: the retrieval heads' budget (-1: 4 W)", kOrDefault),
+       flag(&f.positions, "positions", "RULE", "classify: cache | stream, for the recall probe"),
+       flag(&f.retrieval_heads, "retrieval-heads", "K", "classify: heads that keep the retrieval budget (-1: 1/4)", kOrDefault),
+       flag(&f.score, "score", "NAME", "classify: recall-loss (default with --recall) | attention-mass (default otherwise)"),
+       flag(&f.pairs, "pairs", "N", "classify, recall-loss: facts per probe distance", kCount)},
+      {model_flags(f.model)});
+}
+
 // The calibration streams' seed, apart from the recall probe's default (0).
 constexpr uint64_t kCalibrationSeed = 0xCA11B;
 
@@ -111,38 +141,39 @@ void print_scores(const std::string& caption, const torch::Tensor& score, const 
   std::printf("\n\n");
 }
 
-int classify_heads(const Args& args, InferenceModel& m, int64_t T, int64_t max_segments) {
+int classify_heads(const AnalyzeFlags& f, InferenceModel& m, int64_t T, int64_t max_segments) {
   const ModelConfig& c = m.loaded.model->config();
   const int64_t L = c.num_layers, H = c.num_heads, per_segment = T - sink_prefix_length(c);
+  const bool recall = !f.recall.empty(), text = !f.text.empty();
   CacheOptions cache;
-  cache.window = args.get_int("window", 1024);
-  cache.sinks = args.get_int("sinks", default_cache_sinks(c));
-  cache.retrieval_window = args.get_int("retrieval-window", 4 * cache.window);
-  cache.positions = parse_position_rule(args.get("positions", "cache"), "--positions");
+  cache.window = f.window;
+  cache.sinks = f.sinks >= 0 ? f.sinks : default_cache_sinks(c);
+  cache.retrieval_window = f.retrieval_window >= 0 ? f.retrieval_window : 4 * cache.window;
+  cache.positions = parse_position_rule(f.positions, "--positions");
   const int64_t W = cache.window, S = cache.sinks, R = cache.retrieval_window;
-  const int64_t count = args.get_int("retrieval-heads", (L * H + 3) / 4);
-  const std::string score = args.get("score", args.has("recall") ? "recall-loss" : "attention-mass");
+  const int64_t count = f.retrieval_heads >= 0 ? f.retrieval_heads : (L * H + 3) / 4;
+  const std::string score = !f.score.empty() ? f.score : recall ? "recall-loss" : "attention-mass";
   if (S < 0 || S >= W) fail("--sinks ", S, ": must be in [0, --window ", W, ")");
   if (R <= W) fail("--retrieval-window ", R, ": must be larger than --window ", W);
   if (T <= W) fail("--tokens ", T, ": the segments must be longer than --window ", W, " (nothing is evicted before W)");
   if (count < 0 || count > L * H) fail("--retrieval-heads ", count, ": must be in [0, ", L * H, "]");
-  if (args.has("text") == args.has("recall")) fail("give exactly one of --text FILE or --recall DIR to calibrate on");
+  if (text == recall) fail("give exactly one of --text FILE or --recall DIR to calibrate on");
   if (score != "recall-loss" && score != "attention-mass") fail("--score ", score, ": expected recall-loss or attention-mass");
-  if (score == "recall-loss" && !args.has("recall")) fail("--score recall-loss needs a recall source (--recall DIR)");
+  if (score == "recall-loss" && !recall) fail("--score recall-loss needs a recall source (--recall DIR)");
 
   std::vector<int64_t> ids;
   std::optional<FactRecall> source;
-  if (args.has("recall")) {
-    source = read_recall_source(args.get("recall"), "--recall");
+  if (recall) {
+    source = read_recall_source(f.recall, "--recall");
     // A training-like stream of the source (queries at every distance), seeded apart from the probe's.
     const auto stream = source->generate(max_segments * per_segment, kCalibrationSeed);
     ids.assign(stream.ids.begin(), stream.ids.end());
   } else {
-    ids = read_text_ids(args.get("text"), *m.codec);
+    ids = read_text_ids(f.text, *m.codec);
   }
   const int64_t segments = std::min<int64_t>(max_segments, static_cast<int64_t>(ids.size()) / per_segment);
   if (segments < 1) fail("the calibration text has ", ids.size(), " tokens, fewer than one segment of ", per_segment);
-  nlohmann::json calibration = {{"checkpoint", m.checkpoint}, {"source", args.has("recall") ? args.get("recall") : args.get("text")},
+  nlohmann::json calibration = {{"checkpoint", m.checkpoint}, {"source", recall ? f.recall : f.text},
                                 {"window", W}, {"sinks", S}, {"retrieval_window", R}, {"positions", position_rule_name(cache.positions)},
                                 {"attention_mass", {{"segments", segments}, {"tokens_per_segment", T}}}};
   nlohmann::json scores;
@@ -153,7 +184,7 @@ int classify_heads(const Args& args, InferenceModel& m, int64_t T, int64_t max_s
   if (source) {
     RecallProbeOptions options;
     options.distances = {W + (R - W) / 4, W + (R - W) / 2, W + 3 * (R - W) / 4};
-    options.pairs = args.get_int("pairs", options.pairs);
+    options.pairs = f.pairs;
     options.seed = kCalibrationSeed;
     CachedDecoder decoder(m.loaded.model);
     loss = recall_loss_per_head(decoder, *source, cache, options);
@@ -170,9 +201,9 @@ int classify_heads(const Args& args, InferenceModel& m, int64_t T, int64_t max_s
   file["score"] = score;
   file["scores"] = scores;
   file["calibration"] = calibration;
-  write_file_atomic(args.get("classify-heads"), file.dump(2) + "\n");
+  write_file_atomic(f.classify_heads, file.dump(2) + "\n");
   std::printf("wrote %s: %lld of %lld heads (largest %s) keep %lld entries, the others %lld\n",
-              args.get("classify-heads").c_str(), static_cast<long long>(roles.retrieval_heads()),
+              f.classify_heads.c_str(), static_cast<long long>(roles.retrieval_heads()),
               static_cast<long long>(L * H), score.c_str(), static_cast<long long>(R), static_cast<long long>(W));
   return 0;
 }
@@ -180,39 +211,23 @@ int classify_heads(const Args& args, InferenceModel& m, int64_t T, int64_t max_s
 }  // namespace
 
 int run_analyze_command(const std::vector<std::string>& argv) {
+  AnalyzeFlags f;
   Args args("analyze",
             "--checkpoint DIR --text FILE --out DIR [--tokens N] [--segments S] [--first K] [--layers LIST]\n"
             "       sinklm analyze --checkpoint DIR (--text FILE | --recall DIR) --classify-heads FILE --window W [--retrieval-heads K]",
-            with_flags({{"text", "FILE", "UTF-8 text to analyse (held-out text, several segments long)"},
-                              {"out", "DIR", "output directory (heads.json, analysis.md, PNGs), replaced atomically"},
-                              {"tokens", "N", "positions per segment, sinks included (default min(256, context))"},
-                              {"segments", "S", "segments averaged over (default 8)"},
-                              {"first", "K", "first text positions reported per head (default 4)"},
-                              {"layers", "LIST", "layers with an attention-map PNG (default 0,1,middle,last)"},
-                              {"map-tokens", "M", "rows and columns of the attention-map PNGs (default 16)"},
-                              {"classify-heads", "FILE", "write a head-policy file for --cache heads instead (no --out)"},
-                              {"recall", "DIR", "classify: calibrate on a recall source's stream instead of --text"},
-                              {"window", "W", "classify: the streaming heads' cache budget (default 1024)"},
-                              {"sinks", "S", "classify: sink entries (default: the model's cache default)"},
-                              {"retrieval-window", "R", "classify: the retrieval heads' budget (default 4 W)"},
-                              {"positions", "RULE", "classify: cache (default) | stream, for the recall probe"},
-                              {"retrieval-heads", "K", "classify: heads that keep the retrieval budget (default 1/4)"},
-                              {"score", "NAME", "classify: recall-loss (default with --recall) | attention-mass"},
-                              {"pairs", "N", "classify, recall-loss: facts per probe distance (default 48)"}},
-                       {model_flags()}),
-            argv);
+            analyze_flags(f), argv);
   if (args.print_help_if_requested()) return 0;
-  InferenceModel m = open_inference_model(args);
+  InferenceModel m = open_inference_model(f.model);
   const ModelConfig& c = m.loaded.model->config();
   const int64_t sinks = sink_prefix_length(c), L = c.num_layers, H = c.num_heads;
-  const int64_t T = args.get_int("tokens", std::min<int64_t>(256, c.max_position_embeddings));
-  const int64_t k = args.get_int("first", 4), max_segments = args.get_int("segments", 8);
-  const int64_t M = std::min<int64_t>(args.get_int("map-tokens", 16), T);
+  const int64_t T = f.tokens >= 0 ? f.tokens : std::min<int64_t>(256, c.max_position_embeddings);
+  const int64_t k = f.first, max_segments = f.segments;
+  const int64_t M = std::min<int64_t>(f.map_tokens, T);
   if (T > c.max_position_embeddings || T < sinks + k + 2)
     fail("--tokens ", T, ": must be in [", sinks + k + 2, ", ", c.max_position_embeddings,
          "] (sinks + --first + 2 .. context)");
-  if (args.has("classify-heads")) return classify_heads(args, m, T, max_segments);
-  const std::vector<int64_t> map_layers = chosen_layers(args.get("layers"), L);
+  if (!f.classify_heads.empty()) return classify_heads(f, m, T, max_segments);
+  const std::vector<int64_t> map_layers = chosen_layers(f.layers, L);
   const std::vector<int64_t> text = read_text_ids(args.require("text"), *m.codec);
   const int64_t per_segment = T - sinks, segments = std::min<int64_t>(max_segments, text.size() / per_segment);
   if (segments < 1)

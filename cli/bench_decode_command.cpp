@@ -132,48 +132,63 @@ std::unique_ptr<DecoderStream> positioned_stream(CachedDecoder& decoder, std::sh
                                          snapshot, held);
 }
 
+// Every flag of `bench-decode`, bound to what it sets.
+struct BenchDecodeFlags {
+  ModelFlags model;
+  CacheFlags cache;
+  int64_t streams = 1, start_position = 0, decode = 64, warmup = 4, chunk = 256;
+  bool stream_all = false, no_batch = false;
+  std::string trace;
+};
+
+std::vector<FlagSpec> bench_decode_flags(BenchDecodeFlags& f) {
+  constexpr Range kCount{1, 1e12};
+  return with_flags(
+      {flag(&f.streams, "streams", "K", "streams decoding together in one batch", kCount),
+       flag(&f.start_position, "start-position", "P", "stream position decoding starts at (0: the window; heads: its retrieval budget)", Range{0, 1e12}),
+       flag(&f.stream_all, "stream-all", "stream all P tokens through the cache first (for memory vs stream length)"),
+       flag(&f.decode, "decode", "N", "tokens decoded per stream", kCount),
+       flag(&f.warmup, "warmup", "N", "untimed decode steps first", Range{0, 1e12}),
+       flag(&f.chunk, "chunk", "N", "prefill chunk", kCount),
+       flag(&f.no_batch, "no-batch", "attend stream by stream (the baseline of batched decoding)"),
+       flag(&f.trace, "trace", "DIR", "profile the timed steps into DIR/trace.json and DIR/trace_top.txt (slows them)")},
+      {model_flags(f.model), cache_flags(f.cache)});
+}
+
 }  // namespace
 
 int run_bench_decode_command(const std::vector<std::string>& argv) {
+  BenchDecodeFlags f;
   Args args("bench-decode", "--checkpoint DIR [--cache sink_window] [--window W] [--streams K] [--start-position P]",
-            with_flags({{"streams", "K", "streams decoding together in one batch (default 1)"},
-             {"start-position", "P", "stream position decoding starts at (default: the window)"},
-             {"stream-all", "", "stream all P tokens through the cache first (for memory vs stream length)"},
-             {"decode", "N", "tokens decoded per stream (default 64)"},
-             {"warmup", "N", "untimed decode steps first (default 4)"},
-             {"chunk", "N", "prefill chunk (default 256)"},
-             {"no-batch", "", "attend stream by stream (the baseline of batched decoding)"},
-             {"trace", "DIR", "profile the timed steps into DIR/trace.json and DIR/trace_top.txt (slows them)"}},
-                       {model_flags(), cache_flags()}),
-            argv);
+            bench_decode_flags(f), argv);
   if (args.print_help_if_requested()) return 0;
   torch::manual_seed(0);
-  InferenceModel m = open_inference_model(args, NeedsText::No);
+  InferenceModel m = open_inference_model(f.model, NeedsText::No);
   const torch::Device device = m.device;
   CachedDecoder decoder(m.loaded.model);
-  decoder.set_batched_decode(!args.has("no-batch"));
+  decoder.set_batched_decode(!f.no_batch);
   const auto& model = decoder.config();
   c10::InferenceMode inference;
 
-  CacheOptions cache = cache_options(args);
-  const int64_t streams = args.get_int("streams", 1), decode = args.get_int("decode", 64), warmup = args.get_int("warmup", 4);
+  CacheOptions cache = cache_options(f.cache);
+  const int64_t streams = f.streams, decode = f.decode, warmup = f.warmup;
   // By default every budget is full: W, or for heads the retrieval budget R.
-  const int64_t start = args.get_int("start-position", cache.policy == "heads" ? make_cache_policy(cache, model)->budget() : cache.window);
-  if (streams < 1 || decode < 1 || warmup < 0 || start < 1) fail("--streams, --decode, --start-position must be >= 1");
+  const int64_t start = f.start_position > 0 ? f.start_position
+                        : cache.policy == "heads" ? make_cache_policy(cache, model)->budget() : cache.window;
   const int64_t cache_size = cache.window;
   if (cache.policy == "full") cache.window = start + warmup + decode;
   std::shared_ptr<const KvCachePolicy> policy = make_cache_policy(cache, model, "--cache/--window/--sinks");
 
   std::vector<std::unique_ptr<DecoderStream>> owned;
   for (int64_t i = 0; i < streams; ++i)
-    owned.push_back(positioned_stream(decoder, policy, cache.positions, start, args.has("stream-all"), args.get_int("chunk", 256)));
+    owned.push_back(positioned_stream(decoder, policy, cache.positions, start, f.stream_all, f.chunk));
   std::vector<int64_t> next(streams, 1);
   std::vector<double> step_ms;
   auto sync = [&] {
     if (device.is_cuda()) torch::cuda::synchronize();
   };
   std::optional<KernelTrace> trace;
-  if (args.has("trace")) trace.emplace(decode, warmup - 1, warmup + decode, trace_directory(args.get("trace")), device);
+  if (!f.trace.empty()) trace.emplace(decode, warmup - 1, warmup + decode, trace_directory(f.trace), device);
   for (int64_t s = 0; s < warmup + decode; ++s) {
     if (trace) trace->before_step(s);
     std::vector<StreamChunk> chunks;
@@ -203,7 +218,7 @@ int run_bench_decode_command(const std::vector<std::string>& argv) {
   nlohmann::json out = {{"cache", policy->name()}, {"config", policy->label()}, {"cache_size", cache_size},
                         {"streams", streams}, {"start_position", start}, {"decoded_per_stream", decode},
                         {"median_step_ms", sorted[sorted.size() / 2]}, {"mean_step_ms", total_ms / step_ms.size()},
-                        {"p99_step_ms", percentile(0.99)}, {"batched", !args.has("no-batch")},
+                        {"p99_step_ms", percentile(0.99)}, {"batched", !f.no_batch},
                         {"kv_dtype", kv_dtype_name(policy->kv_dtype())},
                         {"weight_bytes", weight_bytes}, {"kv_bytes_per_stream", kv_bytes},
                         {"copy_bandwidth_gbs", bandwidth / 1e9}, {"bound_tokens_per_second", bound},

@@ -54,28 +54,55 @@ std::string markdown_path(const std::string& json_path) {
   return fs::path(json_path).replace_extension(".md").string();
 }
 
-int compare(const Args& args) {
+// Every flag of `eval`, bound to what it sets.
+struct EvalFlags {
+  ModelFlags model;
+  std::string tasks, data, out, samples, compare;
+  int64_t limit = 0;  // every document
+  int64_t batch = 16;
+};
+
+std::vector<FlagSpec> eval_flags(EvalFlags& f) {
+  return with_flags(
+      {flag(&f.tasks, "tasks", "LIST",
+            "comma-separated task names, or all: the seven official sets shipped with sinklm, hellaswag in "
+            "llama.cpp's text form (with --data: every known task with a file there)"),
+       flag(&f.data, "data", "DIR",
+            "score <task>.jsonl files (Hugging Face field names; hellaswag.txt in llama.cpp's text form) from DIR "
+            "instead of the shipped official sets; needed for the proxy_* tasks (sinklm eval build-tasks)"),
+       flag(&f.out, "out", "FILE", "write results JSON (with per-document outcomes) here and the table beside it (.md)"),
+       flag(&f.limit, "limit", "N",
+            "first N documents of each task (0: all), for quick runs: all seven official sets take minutes even "
+            "for a tiny model (docs/evaluation.md, Cost)", Range{0, 1e12}),
+       flag(&f.batch, "batch", "N", "requests per forward pass; results do not depend on it", Range{1, 1 << 20}),
+       flag(&f.samples, "samples", "FILE", "write per-document log-probs and predictions (JSONL)"),
+       flag(&f.compare, "compare", "RUN_A",
+            "with a second positional RUN_B: both results per task, B - A, its paired standard error and whether "
+            "it exceeds 2 SE")},
+      {model_flags(f.model)});
+}
+
+int compare(const EvalFlags& f, const Args& args) {
   if (args.positionals().size() != 1) fail("--compare RUN_A RUN_B: give two results files (or run directories)");
-  const std::string a = results_path(args.get("compare")), b = results_path(args.positionals()[0]);
+  const std::string a = results_path(f.compare), b = results_path(args.positionals()[0]);
   std::cout << comparison_markdown(a, read_results_file(a), b, read_results_file(b));
   return 0;
 }
 
-int score_tasks(const Args& args) {
-  const std::string data = args.get("data");
+int score_tasks(const EvalFlags& f, const Args& args) {
+  const std::string& data = f.data;
   const std::vector<std::string> tasks = task_list(args.require("tasks"), data);
-  const int64_t limit = args.get_int("limit", 0);
-  if (limit < 0) fail("--limit must be at least 0 (0 = every document), got ", limit);
+  const int64_t limit = f.limit;
   std::vector<ZeroShotTask> loaded_tasks;
   for (const auto& name : tasks)  // all inputs checked before the model loads
     loaded_tasks.push_back(data.empty() ? load_official_task(name, limit) : load_task(name, data, limit));
 
-  InferenceModel m = open_inference_model(args);
-  LoglikelihoodScorer scorer(m.loaded.model, *m.codec, args.get_int("batch", 16));
+  InferenceModel m = open_inference_model(f.model);
+  LoglikelihoodScorer scorer(m.loaded.model, *m.codec, f.batch);
   std::ofstream samples;
-  if (args.has("samples")) {
-    samples.open(args.get("samples"));
-    if (!samples) fail("--samples ", args.get("samples"), ": cannot create");
+  if (!f.samples.empty()) {
+    samples.open(f.samples);
+    if (!samples) fail("--samples ", f.samples, ": cannot create");
   }
 
   std::vector<MetricResult> results;
@@ -114,7 +141,7 @@ int score_tasks(const Args& args) {
 
   const std::string markdown = results_markdown(results);
   std::cout << markdown;
-  if (args.has("out")) {
+  if (!f.out.empty()) {
     const ModelConfig& config = m.loaded.model->config();
     nlohmann::json header = {{"checkpoint", m.checkpoint},
                              {"sink_mode", sink_mode_name(config.sink_mode)},
@@ -122,7 +149,7 @@ int score_tasks(const Args& args) {
                              {"tokenizer", m.codec->description()},
                              {"data", data.empty() ? "official sets embedded in sinklm (eval/benchmarks)" : data},
                              {"limit", limit}};
-    const std::string out = args.get("out");
+    const std::string& out = f.out;
     write_file_durable(out, results_file_text(results_json(header, results)));
     write_file_durable(markdown_path(out), markdown);
     std::cerr << "[eval] wrote " << out << " and " << markdown_path(out) << "\n";
@@ -131,16 +158,15 @@ int score_tasks(const Args& args) {
 }
 
 int build_tasks(const std::vector<std::string>& argv) {
+  std::string corpus, out;
+  ProxyTaskOptions options;
   Args args("eval build-tasks", "--corpus DIR --out DIR [--seed N] [--max-per-task N]",
-            {{"corpus", "DIR", "prepared corpus (sinklm prepare corpus); its validation and test splits are used"},
-             {"out", "DIR", "directory for proxy_*.jsonl and manifest.json (replaced atomically)"},
-             {"seed", "N", "seed of every random choice (default 1234)"},
-             {"max-per-task", "N", "documents per task at most (default 1000)"}},
+            {flag(&corpus, "corpus", "DIR", "prepared corpus (sinklm prepare corpus); its validation and test splits are used"),
+             flag(&out, "out", "DIR", "directory for proxy_*.jsonl and manifest.json (replaced atomically)"),
+             flag(&options.seed, "seed", "N", "seed of every random choice", Range{0, 1e15}),
+             flag(&options.max_per_task, "max-per-task", "N", "documents per task at most", Range{1, 1e12})},
             argv);
   if (args.print_help_if_requested()) return 0;
-  ProxyTaskOptions options;
-  options.seed = static_cast<uint64_t>(args.get_int("seed", 1234));
-  options.max_per_task = args.get_int("max-per-task", 1000);
   auto counts = build_proxy_tasks(args.require("corpus"), args.require("out"), options);
   for (const auto& [task, n] : counts) std::cout << task << ": " << n << " documents (proxy)\n";
   return 0;
@@ -150,37 +176,24 @@ int build_tasks(const std::vector<std::string>& argv) {
 
 int run_eval_command(const std::vector<std::string>& argv) {
   if (!argv.empty() && argv[0] == "build-tasks") return build_tasks({argv.begin() + 1, argv.end()});
+  EvalFlags f;
   Args args("eval",
             "--checkpoint DIR --tasks LIST [--data DIR] [--out results.json] [--limit N] [--batch N]\n"
             "       sinklm eval --compare RUN_A RUN_B   (paired differences per task)\n"
             "       sinklm eval build-tasks --corpus DIR --out DIR   (proxy tasks from held-out text)",
-            with_flags(
-                {{"tasks", "LIST",
-                  "comma-separated task names, or all: the seven official sets shipped with sinklm, hellaswag in "
-                  "llama.cpp's text form (with --data: every known task with a file there)"},
-                 {"data", "DIR",
-                  "score <task>.jsonl files (Hugging Face field names; hellaswag.txt in llama.cpp's text form) "
-                  "from DIR instead of the shipped official sets; needed for the proxy_* tasks (sinklm eval "
-                  "build-tasks)"},
-                 {"out", "FILE", "write results JSON (with per-document outcomes) here and the table beside it (.md)"},
-                 {"limit", "N",
-                  "first N documents of each task (default all), for quick runs: all seven official sets take "
-                  "minutes even for a tiny model (docs/evaluation.md, Cost)"},
-                 {"batch", "N", "requests per forward pass (default 16); results do not depend on it"},
-                 {"samples", "FILE", "write per-document log-probs and predictions (JSONL)"},
-                 {"compare", "RUN_A",
-                  "with a second positional RUN_B: both results per task, B - A, its paired standard error and "
-                  "whether it exceeds 2 SE"}},
-                {model_flags()}),
-            argv);
-  if (args.help_requested()) {
-    std::cout << args.usage() << "\ntasks: ";
+            eval_flags(f), argv);
+  if (args.print_help_if_requested()) {
+    if (args.markdown_requested()) {  // docs/cli.md: build-tasks too
+      std::cout << "\n### sinklm eval build-tasks\n\nProxy tasks from a prepared corpus's held-out text.\n\n";
+      return build_tasks({kMarkdownHelp});
+    }
+    std::cout << "\ntasks: ";
     for (const auto& name : known_task_names()) std::cout << name << " ";
     std::cout << "\n";
     return 0;
   }
-  if (args.has("compare")) return compare(args);
-  return score_tasks(args);
+  if (args.has("compare")) return compare(f, args);
+  return score_tasks(f, args);
 }
 
 }  // namespace sinklm

@@ -20,16 +20,9 @@ torch::Device parse_device(const std::string& name) {
   fail("--device ", name, ": expected cpu, cuda or auto");
 }
 
-void apply_threads(const Args& args) {
-  if (!args.has("threads")) return;
-  const int64_t threads = args.get_int("threads", 1);
-  if (threads < 1) fail("--threads must be at least 1, got ", threads);
-  torch::set_num_threads(static_cast<int>(threads));
-}
-
 // Steps 2-4 of the order in the header after an explicit --tokenizer (step 1).
-std::string tokenizer_path(const Args& args, const std::string& checkpoint, const LoadedModel& loaded) {
-  if (args.has("tokenizer")) return args.get("tokenizer");
+std::string tokenizer_path(const ModelFlags& flags, const std::string& checkpoint, const LoadedModel& loaded) {
+  if (!flags.tokenizer.empty()) return flags.tokenizer;
   if (!find_tokenizer_file(checkpoint).empty()) return "";  // load_text_codec finds it in the directory
   const std::string trained_with = loaded.config.get_string("data.tokenizer");
   return !trained_with.empty() && std::filesystem::exists(trained_with) ? trained_with : "";
@@ -37,34 +30,38 @@ std::string tokenizer_path(const Args& args, const std::string& checkpoint, cons
 
 }  // namespace
 
-std::vector<FlagSpec> model_flags() {
-  return {{"checkpoint", "DIR", "checkpoint directory (sinklm or Hugging Face GPT-NeoX)"},
-          {"tokenizer", "PATH", "tokenizer file (default: the one in the checkpoint, else data.tokenizer, else bytes)"},
-          {"device", "DEV", "cpu (default) | cuda | auto"},
-          {"threads", "N", "intra-op CPU threads for the model (default: LibTorch's choice)"},
-          {"set", "KEY=VALUE", "override a run-time config key, e.g. model.attention=reference"}};
+std::vector<FlagSpec> model_flags(ModelFlags& o) {
+  return {flag(&o.checkpoint, "checkpoint", "DIR", "checkpoint directory (sinklm or Hugging Face GPT-NeoX)"),
+          flag(&o.tokenizer, "tokenizer", "PATH", "tokenizer file (default: the one in the checkpoint, else data.tokenizer, else bytes)"),
+          flag(&o.device, "device", "DEV", "cpu | cuda | auto"),
+          flag(&o.threads, "threads", "N", "intra-op CPU threads for the model (0: LibTorch's choice)", Range{0, 4096}),
+          flag(&o.set, "set", "KEY=VALUE", "override a run-time config key, e.g. model.attention=reference")};
 }
 
-std::vector<FlagSpec> cache_flags() {
-  return {{"cache", "POLICY", "full | window | sink_window (default) | recompute | heads (per head, --head-policy)"},
-          {"window", "W", "cache budget in entries, sinks included (default 1024; full: its limit)"},
-          {"sinks", "S", "sink entries (default: the model's sink tokens for token models, else 4)"},
-          {"positions", "RULE", "cache (positions inside the cache, default) | stream"},
-          {"kv-dtype", "T", "how K/V entries are stored: fp32 (default) | bf16 (half the bytes per decode step)"},
-          {"head-policy", "FILE", "heads: which heads keep --retrieval-window entries (sinklm analyze --classify-heads)"},
-          {"retrieval-window", "R", "heads: a retrieval head's budget, sinks included (default 4 W)"}};
+std::vector<FlagSpec> cache_flags(CacheFlags& o) {
+  return {flag(&o.cache, "cache", "POLICY", "full | window | sink_window | recompute | heads (per head, --head-policy)"),
+          flag(&o.window, "window", "W", "cache budget in entries, sinks included (full: its limit)", Range{1, 1 << 24}),
+          flag(&o.sinks, "sinks", "S", "sink entries (-1: the model's sink tokens for token models, else 4)", Range{-1, 1 << 24}),
+          flag(&o.positions, "positions", "RULE", "cache (positions inside the cache) | stream"),
+          flag(&o.kv_dtype, "kv-dtype", "T", "how K/V entries are stored: fp32 | bf16 (half the bytes per decode step)"),
+          flag(&o.head_policy, "head-policy", "FILE", "heads: which heads keep --retrieval-window entries (sinklm analyze --classify-heads)"),
+          flag(&o.retrieval_window, "retrieval-window", "R", "heads: a retrieval head's budget, sinks included (-1: 4 W)", Range{-1, 1 << 24})};
 }
 
-CacheOptions cache_options(const Args& args) {
+CacheOptions cache_options(const CacheFlags& f) {
   CacheOptions o;
-  o.policy = args.get("cache", "sink_window");
-  o.window = args.get_int("window", 1024);
-  o.sinks = args.get_int("sinks", -1);
-  o.positions = parse_position_rule(args.get("positions", "cache"), "--positions");
-  o.kv_dtype = parse_kv_dtype(args.get("kv-dtype", "fp32"), "--kv-dtype");
-  o.retrieval_window = args.get_int("retrieval-window", -1);
-  if (args.has("head-policy")) o.head_roles = std::make_shared<HeadRoles>(read_head_roles(args.get("head-policy")));
+  o.policy = f.cache;
+  o.window = f.window;
+  o.sinks = f.sinks;
+  o.positions = parse_position_rule(f.positions, "--positions");
+  o.kv_dtype = parse_kv_dtype(f.kv_dtype, "--kv-dtype");
+  o.retrieval_window = f.retrieval_window;
+  if (!f.head_policy.empty()) o.head_roles = std::make_shared<HeadRoles>(read_head_roles(f.head_policy));
   return o;
+}
+
+FlagSpec set_flag(std::vector<std::string>* overrides) {
+  return flag(overrides, "set", "KEY=VALUE", "override a config key (repeatable), e.g. model.sink.mode=token");
 }
 
 std::vector<FlagSpec> with_flags(std::vector<FlagSpec> own, std::initializer_list<std::vector<FlagSpec>> shared) {
@@ -72,15 +69,16 @@ std::vector<FlagSpec> with_flags(std::vector<FlagSpec> own, std::initializer_lis
   return own;
 }
 
-InferenceModel open_inference_model(const Args& args, NeedsText needs_text) {
-  apply_threads(args);
+InferenceModel open_inference_model(const ModelFlags& flags, NeedsText needs_text) {
+  if (flags.threads > 0) torch::set_num_threads(static_cast<int>(flags.threads));
+  if (flags.checkpoint.empty()) fail("missing required option --checkpoint DIR");
   InferenceModel m;
-  m.checkpoint = args.require("checkpoint");
-  m.device = parse_device(args.get("device", "cpu"));
-  m.loaded = load_checkpoint(m.checkpoint, m.device, args.get_all("set"));
+  m.checkpoint = flags.checkpoint;
+  m.device = parse_device(flags.device);
+  m.loaded = load_checkpoint(m.checkpoint, m.device, flags.set);
   m.loaded.model->eval();
   if (needs_text == NeedsText::No) return m;
-  m.codec = load_text_codec(tokenizer_path(args, m.checkpoint, m.loaded), m.checkpoint,
+  m.codec = load_text_codec(tokenizer_path(flags, m.checkpoint, m.loaded), m.checkpoint,
                             m.loaded.model->config().tokenizer_vocab_size);
   return m;
 }

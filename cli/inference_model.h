@@ -21,13 +21,33 @@
 
 namespace sinklm {
 
-// --checkpoint, --tokenizer, --device, --threads, --set.
-std::vector<FlagSpec> model_flags();
-// --cache, --window, --sinks, --positions.
-std::vector<FlagSpec> cache_flags();
-CacheOptions cache_options(const Args& args);
+// --checkpoint, --tokenizer, --device, --threads, --set: the flags of every command that runs a model.
+struct ModelFlags {
+  std::string checkpoint;  // required
+  std::string tokenizer;   // "": the order above
+  std::string device = "cpu";
+  int64_t threads = 0;  // 0: LibTorch's choice
+  std::vector<std::string> set;
+};
+std::vector<FlagSpec> model_flags(ModelFlags& o);
 
-// `own` followed by the shared tables, e.g. with_flags(own, {model_flags(), cache_flags()}).
+// --cache, --window, --sinks, --positions, --kv-dtype, --head-policy, --retrieval-window.
+struct CacheFlags {
+  std::string cache = "sink_window";
+  int64_t window = 1024;
+  int64_t sinks = -1;  // the model's default (model/sink.h: default_cache_sinks)
+  std::string positions = "cache";
+  std::string kv_dtype = "fp32";
+  std::string head_policy;
+  int64_t retrieval_window = -1;  // heads: 4 W
+};
+std::vector<FlagSpec> cache_flags(CacheFlags& o);
+CacheOptions cache_options(const CacheFlags& o);
+
+// --set KEY=VALUE (repeatable) of the commands that build a model from a config (info, init, forward, train).
+FlagSpec set_flag(std::vector<std::string>* overrides);
+
+// `own` followed by the shared tables, e.g. with_flags(own, {model_flags(m), cache_flags(c)}).
 std::vector<FlagSpec> with_flags(std::vector<FlagSpec> own, std::initializer_list<std::vector<FlagSpec>> shared);
 
 struct InferenceModel {
@@ -41,6 +61,6 @@ enum class NeedsText { Yes, No };  // No: the command reads token ids only (code
 
 // Applies --threads, picks --device (cpu | cuda | auto), loads --checkpoint with --set overrides, and
 // resolves the tokenizer. UserError naming the flag on any bad value.
-InferenceModel open_inference_model(const Args& args, NeedsText needs_text = NeedsText::Yes);
+InferenceModel open_inference_model(const ModelFlags& flags, NeedsText needs_text = NeedsText::Yes);
 
 }  // namespace sinklm

@@ -18,8 +18,6 @@ namespace fs = std::filesystem;
 namespace sinklm {
 namespace {
 
-const FlagSpec kSetFlag{"set", "KEY=VALUE", "override a config key (repeatable), e.g. model.sink.mode=token"};
-
 Config config_from_path(const std::string& path, const std::vector<std::string>& overrides) {
   Config config = fs::is_directory(path) ? load_checkpoint_config(path) : Config::load_file(path);
   config.apply_overrides(overrides);
@@ -29,14 +27,20 @@ Config config_from_path(const std::string& path, const std::vector<std::string>&
 }  // namespace
 
 int run_info_command(const std::vector<std::string>& argv) {
+  std::vector<std::string> overrides;
+  bool json = false;
+  CacheFlags cache_flag_values;
   Args args("info", "<config.yaml | checkpoint-dir> [--set KEY=VALUE ...] [--json] [--cache POLICY --window W ...]",
-            with_flags({kSetFlag, {"json", "", "print one JSON object instead of text"}}, {cache_flags()}), argv);
-  if (args.help_requested() || args.positionals().size() != 1) {
+            with_flags({set_flag(&overrides), flag(&json, "json", "print one JSON object instead of text")},
+                       {cache_flags(cache_flag_values)}),
+            argv);
+  if (args.print_help_if_requested()) return 0;
+  if (args.positionals().size() != 1) {
     std::cout << args.usage();
-    return args.help_requested() ? 0 : 2;
+    return 2;
   }
   const std::string path = args.positionals()[0];
-  Config config = config_from_path(path, args.get_all("set"));
+  Config config = config_from_path(path, overrides);
   ModelConfig model = ModelConfig::from(config);
   nlohmann::json summary = model_summary_json(model);
   summary["source"] = path;
@@ -58,11 +62,11 @@ int run_info_command(const std::vector<std::string>& argv) {
   // With cache flags: the K/V memory one stream of that cache holds once its budgets are full.
   std::unique_ptr<KvCachePolicy> cache;
   if (args.has("cache") || args.has("window")) {
-    cache = make_cache_policy(cache_options(args), model, "--cache/--window/--sinks");
+    cache = make_cache_policy(cache_options(cache_flag_values), model, "--cache/--window/--sinks");
     summary["kv_cache"] = kv_memory_json(*cache, model);
     summary["kv_cache"].update({{"cache", cache->name()}, {"config", cache->label()}, {"kv_dtype", kv_dtype_name(cache->kv_dtype())}});
   }
-  if (args.has("json")) {
+  if (json) {
     std::cout << summary.dump(2) << "\n";
     return 0;
   }

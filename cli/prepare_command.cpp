@@ -2,6 +2,7 @@
 #include <iomanip>
 #include <iostream>
 
+#include "core/args.h"
 #include "core/error.h"
 #include "core/text_distance.h"
 #include "cli/commands.h"
@@ -23,6 +24,14 @@ int run_prepare_command(const std::vector<std::string>& args) {
   };
   std::vector<std::string> names;
   for (const auto& s : steps) names.push_back(s.name);
+  if (!args.empty() && args[0] == kMarkdownHelp) {  // docs/cli.md: every step
+    for (const auto& s : steps) {
+      std::cout << "### sinklm prepare " << s.name << "\n\n" << s.summary << ".\n\n";
+      s.run({kMarkdownHelp});
+      std::cout << "\n";
+    }
+    return 0;
+  }
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cout << "usage: sinklm prepare <step> [options]   (sinklm prepare <step> --help)\n\nsteps:\n";
     for (const auto& s : steps) std::cout << "  " << std::left << std::setw(14) << s.name << s.summary << "\n";

@@ -22,17 +22,10 @@ std::string default_cache_dir() {
   return base + "/sinklm/debian-packages";
 }
 
-double parse_fraction(const Args& args, const std::string& name, double fallback) {
-  const double v = args.get_double(name, fallback);
-  if (!(v >= 0 && v < 1)) fail("--", name, " must be a number in [0, 1), got '", args.get(name), "'");
-  return v;
-}
-
-std::vector<const CorpusSource*> chosen_sources(const Args& args) {
+std::vector<const CorpusSource*> chosen_sources(const std::string& list) {
   std::vector<std::string> names;
   for (const auto& s : corpus_sources()) names.push_back(s.name);
   std::vector<const CorpusSource*> chosen;
-  std::string list = args.get("sources", "");
   if (list.empty()) {
     for (const auto& s : corpus_sources()) chosen.push_back(&s);
     return chosen;
@@ -60,29 +53,34 @@ std::vector<const CorpusSource*> chosen_sources(const Args& args) {
 }  // namespace
 
 int prepare_corpus(const std::vector<std::string>& argv) {
+  std::string out_dir, sources_list, cache_dir, tokenizer_path;
+  uint64_t seed = 1234;
+  SplitFractions fractions;
+  int64_t max_documents = -1;
+  int threads = 0;
+  constexpr Range kFraction{0, 0.999};
   Args args("prepare corpus", "--out DIR [--sources a,b] [--cache DIR] [--seed N] [--tokenizer PATH]",
-            {{"out", "DIR", "corpus directory to write (replaced atomically)"},
-             {"sources", "LIST", "comma-separated subset of: bible-kjv, wordnet, fortunes, dict-gcide, dict-jargon, "
-                                 "dict-devil, linux-doc (default: all)"},
-             {"cache", "DIR", "where .deb files are downloaded and unpacked (default ~/.cache/sinklm/debian-packages)"},
-             {"seed", "N", "seed of the train/validation/test split (default 1234)"},
-             {"validation-fraction", "F", "share of documents for validation (default 0.01)"},
-             {"test-fraction", "F", "share of documents for test (default 0.01)"},
-             {"max-documents", "N", "keep at most N documents per source (default: all), for small test runs"},
-             {"tokenizer", "PATH", "also count each document's tokens with this tokenizer (manifest)"},
-             {"threads", "N", "tokenizer threads (default 0 = all)"}},
+            {flag(&out_dir, "out", "DIR", "corpus directory to write (replaced atomically)"),
+             flag(&sources_list, "sources", "LIST", "comma-separated subset of: bible-kjv, wordnet, fortunes, dict-gcide, "
+                                                    "dict-jargon, dict-devil, linux-doc (default: all)"),
+             flag(&cache_dir, "cache", "DIR", "where .deb files are downloaded and unpacked (default: "
+                                              "$XDG_CACHE_HOME or ~/.cache, then /sinklm/debian-packages)"),
+             flag(&seed, "seed", "N", "seed of the train/validation/test split", Range{0, 1e15}),
+             flag(&fractions.validation, "validation-fraction", "F", "share of documents for validation", kFraction),
+             flag(&fractions.test, "test-fraction", "F", "share of documents for test", kFraction),
+             flag(&max_documents, "max-documents", "N", "keep at most N documents per source (-1: all), for small test runs",
+                  Range{-1, 1e15}),
+             flag(&tokenizer_path, "tokenizer", "PATH", "also count each document's tokens with this tokenizer (manifest)"),
+             flag(&threads, "threads", "N", "tokenizer threads (0 = all)", Range{0, 4096})},
             argv);
   if (args.print_help_if_requested()) return 0;
-  const std::string out_dir = args.require("out");
-  const uint64_t seed = static_cast<uint64_t>(args.get_int("seed", 1234));
-  SplitFractions fractions{parse_fraction(args, "validation-fraction", 0.01), parse_fraction(args, "test-fraction", 0.01)};
-  const int64_t max_documents = args.get_int("max-documents", -1);
-  DebianPackageCache cache(args.get("cache", default_cache_dir()));
+  args.require("out");
+  DebianPackageCache cache(cache_dir.empty() ? default_cache_dir() : cache_dir);
 
   nlohmann::json sources = nlohmann::json::array();
   std::vector<CorpusDocument> docs;
   std::vector<std::string> doc_source;
-  for (const CorpusSource* source : chosen_sources(args)) {
+  for (const CorpusSource* source : chosen_sources(sources_list)) {
     std::cerr << "[prepare corpus] " << source->name << ": fetching and extracting\n";
     std::vector<CorpusDocument> extracted = source->extract(cache);
     if (max_documents >= 0 && extracted.size() > static_cast<size_t>(max_documents)) extracted.resize(max_documents);
@@ -105,12 +103,12 @@ int prepare_corpus(const std::vector<std::string>& argv) {
 
   std::vector<TokenIds> tokens;
   std::string tokenizer_description;
-  if (args.has("tokenizer")) {
-    auto tokenizer = load_tokenizer(args.get("tokenizer"));
+  if (!tokenizer_path.empty()) {
+    auto tokenizer = load_tokenizer(tokenizer_path);
     tokenizer_description = tokenizer->description();
     std::vector<std::string_view> views(docs.size());
     for (size_t i = 0; i < docs.size(); ++i) views[i] = docs[i].text;
-    tokens = encode_documents(*tokenizer, views, static_cast<int>(args.get_int("threads", 0)));
+    tokens = encode_documents(*tokenizer, views, threads);
   }
 
   nlohmann::json documents = nlohmann::json::array(), split_totals = nlohmann::json::object();

@@ -16,55 +16,65 @@ namespace {
 
 constexpr double kCollectiveTimeoutS = 3600;
 
-ShardJobOptions parse_options(const Args& args, const DistributedContext& context) {
-  ShardJobOptions o;
-  o.inputs = args.get_all("in");
+// Every flag of `prepare shards`, bound to what it sets. Sizes with units and fractions stay text until
+// parse_options, inside the setup whose failure every rank reports the same way.
+struct ShardFlags {
+  ShardJobOptions job;
+  std::string validation_size = "0.01", test_size = "0.01", shard_tokens = "100M", unit_bytes = "256M";
+  std::string max_bad_fraction = "0.01";
+  int threads = 0;  // this node's cores / ranks on the node
+  int64_t progress_seconds = 10;
+};
+
+std::vector<FlagSpec> shard_flags(ShardFlags& f) {
+  ShardJobOptions& o = f.job;
+  return {flag(&o.tokenizer_path, "tokenizer", "PATH", "tokenizer.json, vocab.json (+ merges.txt), *.tiktoken or SentencePiece *.model"),
+          flag(&o.inputs, "in", "PATH", "input (repeatable; more paths may follow): .jsonl, .jsonl.gz, .jsonl.zst, "
+                                        ".txt(.gz/.zst) files, directories of them, glob patterns, or a `sinklm "
+                                        "prepare corpus` directory"),
+          flag(&o.out_dir, "out", "DIR", "shard directory to write (replaced atomically when the job is complete)"),
+          flag(&o.text_field, "text-field", "NAME", "JSONL field holding the document text"),
+          flag(&o.text_blocks, "text-blocks", ".txt: one document per blank-line-separated block (default: one per file)"),
+          flag(&f.validation_size, "validation-size", "X", "validation split: a fraction of documents (0.01) or tokens (5M)"),
+          flag(&f.test_size, "test-size", "X", "test split: a fraction of documents (0.01) or tokens (5M)"),
+          flag(&o.seed, "seed", "N", "seed of the document hash that picks each document's split", Range{0, 1e15}),
+          flag(&f.shard_tokens, "shard-tokens", "N", "start a new shard after about N tokens"),
+          flag(&f.unit_bytes, "unit-bytes", "N", "work unit size on disk (compressed files count 4x): uncompressed JSONL "
+                                                 "and text blocks are cut into ranges, smaller files grouped (shapes the output)"),
+          flag(&f.max_bad_fraction, "max-bad-fraction", "F", "fail when more than this fraction of records is malformed"),
+          flag(&f.threads, "threads", "N", "tokenizer threads per rank (0 = this node's cores / ranks on the node)", Range{0, 4096}),
+          flag(&f.progress_seconds, "progress-seconds", "S", "seconds between progress lines (0: at every check)", Range{0, 86400}),
+          flag(&o.kill_after_units, "fault-kill-after-units", "N", "testing: SIGKILL this process mid-unit once it has "
+                                                                   "finished N units (-1: never)", Range{-1, 1e9})};
+}
+
+ShardJobOptions parse_options(const ShardFlags& f, const Args& args, const DistributedContext& context) {
+  ShardJobOptions o = f.job;
   for (const std::string& extra : args.positionals()) o.inputs.push_back(extra);  // `--in data/*.zst` from a shell
   if (o.inputs.empty()) fail("missing --in PATH (files, directories or glob patterns of documents)");
-  o.out_dir = args.require("out");
-  o.tokenizer_path = args.require("tokenizer");
-  o.text_field = args.get("text-field", "text");
-  o.text_blocks = args.has("text-blocks");
-  o.seed = static_cast<uint64_t>(args.get_int("seed", 1234));
-  o.validation = SplitSize::parse(args.get("validation-size", "0.01"), "--validation-size");
-  o.test = SplitSize::parse(args.get("test-size", "0.01"), "--test-size");
-  o.shard_tokens = parse_count(args.get("shard-tokens", "100000000"), "--shard-tokens");
-  o.unit_bytes = parse_count(args.get("unit-bytes", "256M"), "--unit-bytes", /*binary=*/true);
-  const std::string bad = args.get("max-bad-fraction", "0.01");
+  args.require("out");
+  args.require("tokenizer");
+  o.validation = SplitSize::parse(f.validation_size, "--validation-size");
+  o.test = SplitSize::parse(f.test_size, "--test-size");
+  o.shard_tokens = parse_count(f.shard_tokens, "--shard-tokens");
+  o.unit_bytes = parse_count(f.unit_bytes, "--unit-bytes", /*binary=*/true);
   char* end = nullptr;
-  o.max_bad_fraction = std::strtod(bad.c_str(), &end);
+  o.max_bad_fraction = std::strtod(f.max_bad_fraction.c_str(), &end);
   if (*end != '\0' || !(o.max_bad_fraction >= 0 && o.max_bad_fraction <= 1))
-    fail("--max-bad-fraction: '", bad, "' is not a fraction in [0, 1] (e.g. 0.01; 1 keeps going whatever the input)");
-  const int threads = static_cast<int>(args.get_int("threads", 0));
-  o.threads = threads > 0 ? threads
-                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / context.local_size());
-  o.kill_after_units = static_cast<int>(args.get_int("fault-kill-after-units", -1));
+    fail("--max-bad-fraction: '", f.max_bad_fraction, "' is not a fraction in [0, 1] (e.g. 0.01; 1 keeps going whatever the input)");
+  o.threads = f.threads > 0 ? f.threads
+                            : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / context.local_size());
   return o;
 }
 
 }  // namespace
 
 int prepare_shards(const std::vector<std::string>& argv) {
+  ShardFlags f;
   Args args("prepare shards",
             "--tokenizer PATH --in PATH [PATH...] --out DIR [options]\n"
             "       mpirun -np N sinklm prepare shards ...   (ranks share the work; same output)",
-            {{"tokenizer", "PATH", "tokenizer.json, vocab.json (+ merges.txt), *.tiktoken or SentencePiece *.model"},
-             {"in", "PATH", "input (repeatable; more paths may follow): .jsonl, .jsonl.gz, .jsonl.zst, .txt(.gz/.zst) "
-                            "files, directories of them, glob patterns, or a `sinklm prepare corpus` directory"},
-             {"out", "DIR", "shard directory to write (replaced atomically when the job is complete)"},
-             {"text-field", "NAME", "JSONL field holding the document text (default text)"},
-             {"text-blocks", "", ".txt: one document per blank-line-separated block (default: one per file)"},
-             {"validation-size", "X", "validation split: a fraction of documents (0.01, default) or tokens (5M)"},
-             {"test-size", "X", "test split: a fraction of documents (0.01, default) or tokens (5M)"},
-             {"seed", "N", "seed of the document hash that picks each document's split (default 1234)"},
-             {"shard-tokens", "N", "start a new shard after about N tokens (default 100M)"},
-             {"unit-bytes", "N", "work unit size on disk (compressed files count 4x): uncompressed JSONL and text blocks "
-                                 "are cut into ranges, smaller files grouped (default 256M; shapes the output)"},
-             {"max-bad-fraction", "F", "fail when more than this fraction of records is malformed (default 0.01)"},
-             {"threads", "N", "tokenizer threads per rank (default 0 = this node's cores / ranks on the node)"},
-             {"progress-seconds", "S", "seconds between progress lines (default 10)"},
-             {"fault-kill-after-units", "N", "testing: SIGKILL this process mid-unit once it has finished N units"}},
-            argv);
+            shard_flags(f), argv);
   if (args.print_help_if_requested()) return 0;
   DistributedContext context("prepare shards");
   // Setting up (flags, inputs, tokenizer, plan) fails the same way on every rank, as a rule: one message, from
@@ -73,7 +83,7 @@ int prepare_shards(const std::vector<std::string>& argv) {
   std::unique_ptr<ShardJob> job_holder;
   std::string failure;
   try {
-    options = parse_options(args, context);
+    options = parse_options(f, args, context);
     job_holder = std::make_unique<ShardJob>(options, context.rank(), context.world_size());
   } catch (const UserError& e) {
     failure = e.what();
@@ -86,7 +96,7 @@ int prepare_shards(const std::vector<std::string>& argv) {
     return 2;
   }
   ShardJob& job = *job_holder;
-  const double progress_seconds = static_cast<double>(args.get_int("progress-seconds", 10));
+  const double progress_seconds = static_cast<double>(f.progress_seconds);
   int status = 0;  // rank 0's outcome, broadcast so that every rank ends the same way
   nlohmann::json summary;
   ProgressTotals totals;

@@ -37,10 +37,60 @@ namespace {
 constexpr uint32_t kByteVocabulary = 256;
 constexpr uint32_t kEndOfText = '\n';
 
-int64_t get_count(const Args& args, const std::string& flag, int64_t fallback, int64_t minimum) {
-  const int64_t value = args.get_int(flag, fallback);
-  if (value < minimum) fail("--", flag, " ", value, ": must be at least ", minimum);
-  return value;
+// Every flag of `prepare synthetic`, bound to what it sets: the task's options, and the flags both tasks
+// share (seed, symbols, successors; -1: the task's own default) apart.
+struct SyntheticFlags {
+  std::string out, task = "bigram-backcopy", rule = "backcopy";
+  uint64_t seed = 1;
+  int64_t symbols = -1, successors = -1;
+  BigramBackcopyOptions bigram;
+  FactRecallOptions recall;
+  int64_t document_tokens = 0;  // one stream
+  int64_t train_tokens = 2000000, validation_tokens = 100000, test_tokens = 100000;
+};
+
+std::vector<FlagSpec> synthetic_flags(SyntheticFlags& f) {
+  constexpr Range kTokens{2, 1e15}, kRate{0, 1};
+  return {
+      flag(&f.out, "out", "DIR", "shard directory to write (replaced atomically)"),
+      flag(&f.task, "task", "NAME", "bigram-backcopy (the stream on which a sink forms) or recall (planted facts and "
+                                    "later queries, for `sinklm stream --recall`)"),
+      flag(&f.seed, "seed", "N", "seed of the bigram table and the streams", Range{0, 1e15}),
+      flag(&f.symbols, "symbols", "N", "ordinary symbols, letters then digits (-1: 48, at most 62; recall: lowercase, "
+                                       "24, at most 26)", Range{-1, 62}),
+      flag(&f.successors, "successors", "N", "possible next symbols per symbol, Zipf-weighted (-1: 6)", Range{-1, 62}),
+      flag(&f.rule, "rule", "NAME", "bigram-backcopy: what a trigger copies: backcopy (the token j+1 before trigger j) "
+                                    "or after-marker (the token after the (j+1)-th most recent '@')"),
+      flag(&f.bigram.marker_rate, "marker-rate", "P", "after-marker: chance that '@' follows an ordinary symbol", kRate),
+      flag(&f.bigram.marker_window, "marker-window", "N", "after-marker: a trigger only while its '@' is at most N back",
+           Range{1, 1e9}),
+      flag(&f.bigram.triggers, "triggers", "N", "bigram-backcopy: trigger symbols; trigger j copies the token j+1 "
+                                                "before it (at most 8)", Range{0, 8}),
+      flag(&f.bigram.trigger_rate, "trigger-rate", "P", "bigram-backcopy: chance that a trigger follows an ordinary symbol",
+           kRate),
+      flag(&f.document_tokens, "document-tokens", "N", "bigram-backcopy: pack the training split as documents of "
+                                                       "N/2..3N/2 tokens, each followed by the end-of-text id, as real "
+                                                       "pretraining packs text (0: one stream)", Range{0, 1e15}),
+      flag(&f.recall.order, "order", "N", "recall: the filler chain's order, 1 or 2 (2: a previous-token head pays off "
+                                          "on filler, which lets the induction circuit of recall form)", Range{1, 2}),
+      flag(&f.recall.keys, "keys", "N", "recall: fact keys, uppercase letters (at most 26)", Range{1, 26}),
+      flag(&f.recall.fact_rate, "fact-rate", "P", "recall: chance that a fact '@ K v' follows a filler symbol", kRate),
+      flag(&f.recall.min_distance, "min-distance", "N", "recall: fewest tokens from a fact's key to its query '? K v' "
+                                                        "(drawn uniformly)", Range{1, 1e9}),
+      flag(&f.recall.max_distance, "max-distance", "N", "recall: most (at least min + 6 x keys; below the training "
+                                                        "length, so a sample holds both)", Range{1, 1e9}),
+      flag(&f.train_tokens, "train-tokens", "N", "training stream length", kTokens),
+      flag(&f.validation_tokens, "validation-tokens", "N", "validation stream length", kTokens),
+      flag(&f.test_tokens, "test-tokens", "N", "test stream length", kTokens)};
+}
+
+// The flags both tasks share, into a task's options.
+template <typename Options>
+Options with_shared(Options options, const SyntheticFlags& f) {
+  options.seed = f.seed;
+  if (f.symbols >= 0) options.symbols = f.symbols;
+  if (f.successors >= 0) options.successors = f.successors;
+  return options;
 }
 
 // Writes each split's documents (shard, and for held-out splits the text file) and collects the manifest.
@@ -97,19 +147,12 @@ nlohmann::json bigram_table(const BigramBackcopy& source) {
 
 using SplitLengths = std::vector<std::pair<Split, int64_t>>;
 
-nlohmann::json write_bigram_backcopy(const Args& args, const SplitLengths& lengths, SyntheticWriter& out) {
-  BigramBackcopyOptions options;
-  options.seed = static_cast<uint64_t>(get_count(args, "seed", 1, 0));
-  options.symbols = args.get_int("symbols", options.symbols);
-  options.successors = args.get_int("successors", options.successors);
-  options.triggers = args.get_int("triggers", options.triggers);
-  options.trigger_rate = args.get_double("trigger-rate", options.trigger_rate);
-  const std::string rule = args.get("rule", "backcopy");
+nlohmann::json write_bigram_backcopy(const SyntheticFlags& f, const SplitLengths& lengths, SyntheticWriter& out) {
+  BigramBackcopyOptions options = with_shared(f.bigram, f);
+  const std::string& rule = f.rule;
   if (rule != "backcopy" && rule != "after-marker") fail("--rule ", rule, ": expected backcopy or after-marker");
   options.rule = rule == "backcopy" ? CopyRule::Backcopy : CopyRule::AfterMarker;
-  options.marker_rate = args.get_double("marker-rate", options.marker_rate);
-  options.marker_window = args.get_int("marker-window", options.marker_window);
-  const int64_t document_tokens = get_count(args, "document-tokens", 0, 0);
+  const int64_t document_tokens = f.document_tokens;
   const BigramBackcopy source(options);
 
   uint64_t stream_seed = 0;
@@ -148,16 +191,8 @@ nlohmann::json write_bigram_backcopy(const Args& args, const SplitLengths& lengt
           {"bigram", bigram_table(source)}};
 }
 
-nlohmann::json write_recall(const Args& args, const SplitLengths& lengths, SyntheticWriter& out) {
-  FactRecallOptions options;
-  options.seed = static_cast<uint64_t>(get_count(args, "seed", 1, 0));
-  options.symbols = args.get_int("symbols", options.symbols);
-  options.successors = args.get_int("successors", options.successors);
-  options.order = args.get_int("order", options.order);
-  options.keys = args.get_int("keys", options.keys);
-  options.fact_rate = args.get_double("fact-rate", options.fact_rate);
-  options.min_distance = args.get_int("min-distance", options.min_distance);
-  options.max_distance = args.get_int("max-distance", options.max_distance);
+nlohmann::json write_recall(const SyntheticFlags& f, const SplitLengths& lengths, SyntheticWriter& out) {
+  const FactRecallOptions options = with_shared(f.recall, f);
   const FactRecall source(options);
   uint64_t stream_seed = 0;
   for (const auto& [split, length] : lengths) {
@@ -174,39 +209,12 @@ nlohmann::json write_recall(const Args& args, const SplitLengths& lengths, Synth
 }  // namespace
 
 int prepare_synthetic(const std::vector<std::string>& argv) {
+  SyntheticFlags f;
   Args args("prepare synthetic",
             "--out DIR [--task bigram-backcopy|recall] [--seed N] [--symbols N] [--successors N] [task flags]",
-            {{"out", "DIR", "shard directory to write (replaced atomically)"},
-             {"task", "NAME", "bigram-backcopy (default: the stream on which a sink forms) or recall (planted facts "
-                              "and later queries, for `sinklm stream --recall`)"},
-             {"seed", "N", "seed of the bigram table and the streams (default 1)"},
-             {"symbols", "N", "ordinary symbols, letters then digits (default 48, at most 62; recall: lowercase, "
-                              "default 24, at most 26)"},
-             {"successors", "N", "possible next symbols per symbol, Zipf-weighted (default 6)"},
-             {"rule", "NAME", "bigram-backcopy: what a trigger copies: backcopy (the token j+1 before trigger j; "
-                              "default) or after-marker (the token after the (j+1)-th most recent '@')"},
-             {"marker-rate", "P", "after-marker: chance that '@' follows an ordinary symbol (default 0.1)"},
-             {"marker-window", "N", "after-marker: a trigger only while its '@' is at most N back (default 32)"},
-             {"triggers", "N", "bigram-backcopy: trigger symbols; trigger j copies the token j+1 before it (default 2, "
-                               "at most 8)"},
-             {"trigger-rate", "P", "bigram-backcopy: chance that a trigger follows an ordinary symbol (default 0.15)"},
-             {"document-tokens", "N", "bigram-backcopy: pack the training split as documents of N/2..3N/2 tokens, each "
-                                      "followed by the end-of-text id, as real pretraining packs text (default 0: one "
-                                      "stream)"},
-             {"order", "N", "recall: the filler chain's order, 1 or 2 (default 2: a previous-token head pays off "
-                             "on filler, which lets the induction circuit of recall form)"},
-             {"keys", "N", "recall: fact keys, uppercase letters (default 16, at most 26)"},
-             {"fact-rate", "P", "recall: chance that a fact '@ K v' follows a filler symbol (default 0.1)"},
-             {"min-distance", "N", "recall: fewest tokens from a fact's key to its query '? K v' (drawn uniformly; "
-                                   "default 4)"},
-             {"max-distance", "N", "recall: most (default 100, at least min + 6 x keys; below the training length, so a sample "
-                                   "holds both)"},
-             {"train-tokens", "N", "training stream length (default 2000000)"},
-             {"validation-tokens", "N", "validation stream length (default 100000)"},
-             {"test-tokens", "N", "test stream length (default 100000)"}},
-            argv);
+            synthetic_flags(f), argv);
   if (args.print_help_if_requested()) return 0;
-  const std::string task = args.get("task", "bigram-backcopy");
+  const std::string& task = f.task;
   if (task != "bigram-backcopy" && task != "recall") fail("--task ", task, ": expected bigram-backcopy or recall");
   const std::vector<std::string> other_task_flags =
       task == "recall" ? std::vector<std::string>{"rule", "marker-rate", "marker-window", "triggers", "trigger-rate",
@@ -215,11 +223,11 @@ int prepare_synthetic(const std::vector<std::string>& argv) {
   for (const std::string& flag : other_task_flags)
     if (args.has(flag)) fail("--", flag, " does not apply to --task ", task);
   const std::string out_dir = args.require("out");
-  const SplitLengths lengths = {{Split::Train, get_count(args, "train-tokens", 2000000, 2)},
-                                {Split::Validation, get_count(args, "validation-tokens", 100000, 2)},
-                                {Split::Test, get_count(args, "test-tokens", 100000, 2)}};
+  const SplitLengths lengths = {{Split::Train, f.train_tokens},
+                                {Split::Validation, f.validation_tokens},
+                                {Split::Test, f.test_tokens}};
   SyntheticWriter out(out_dir);
-  nlohmann::json synthetic = task == "recall" ? write_recall(args, lengths, out) : write_bigram_backcopy(args, lengths, out);
+  nlohmann::json synthetic = task == "recall" ? write_recall(f, lengths, out) : write_bigram_backcopy(f, lengths, out);
   out.commit(std::move(synthetic));
   return 0;
 }

@@ -47,6 +47,14 @@ std::vector<int64_t> read_ids_file(const std::string& path, const ModelConfig& m
   return ids;
 }
 
+// --json FILE ("" = not asked for).
+void write_json(const std::string& path, const nlohmann::json& value) {
+  if (path.empty()) return;
+  std::ofstream out(path);
+  if (!out) fail("--json ", path, ": cannot write");
+  out << value.dump(2) << "\n";
+}
+
 void write_nll(const std::string& path, const std::vector<float>& nll) {
   std::ofstream out(path);
   if (!out) fail("--nll-out ", path, ": cannot write");
@@ -73,22 +81,52 @@ std::vector<int64_t> parse_distances(const std::string& text) {
   return out;
 }
 
-int run_recall(const Args& args, CachedDecoder& decoder, const std::string& checkpoint) {
+// Every flag of `stream`, bound to what it sets.
+struct StreamFlags {
+  ModelFlags model;
+  CacheFlags cache;
+  std::string text, ids, rotation = "relative", nll_out, json, recall, distances;
+  std::string recall_policies = "full,window,sink_window";
+  bool compare = false;
+  int64_t max_tokens = -1;  // all
+  StreamingPerplexityOptions perplexity;
+  RecallProbeOptions probe;
+};
+
+std::vector<FlagSpec> stream_flags(StreamFlags& f) {
+  constexpr Range kCount{1, 1e12};
+  return with_flags(
+      {flag(&f.text, "text", "FILE", "UTF-8 text to stream (tokenized with --tokenizer / the checkpoint's / bytes)"),
+       flag(&f.ids, "ids", "FILE", "whitespace-separated token ids instead of --text"),
+       flag(&f.rotation, "rotation", "IMPL", "relative (fast) | literal (the reference, one token at a time)"),
+       flag(&f.compare, "compare", "run 0+W, 1+(W-1), 2+(W-2), 4+(W-4) and print a table (Table 3 of the paper)"),
+       flag(&f.max_tokens, "max-tokens", "N", "stream only the first N tokens of the text (-1: all)", Range{-1, 1e15}),
+       flag(&f.perplexity.chunk, "chunk", "N", "prefill chunk", kCount),
+       flag(&f.perplexity.segment, "segment", "N", "tokens per perplexity segment", kCount),
+       flag(&f.nll_out, "nll-out", "FILE", "per-token NLL (--compare: FILE.<S>+<R>)"),
+       flag(&f.json, "json", "FILE", "also write the JSON summary here"),
+       flag(&f.recall, "recall", "DIR", "run the recall probe on the source `prepare synthetic --task recall` wrote to DIR "
+                                        "(instead of --text): accuracy vs fact-to-query distance per cache policy"),
+       flag(&f.distances, "distances", "LIST", "recall: fact-to-query distances, comma-separated (default: W/8 .. 4W)"),
+       flag(&f.probe.pairs, "pairs", "N", "recall: facts and queries per distance", kCount),
+       flag(&f.recall_policies, "recall-policies", "LIST", "recall: cache policies, the first the reference of "
+                                                           "agreement (--window/--sinks/--positions apply)")},
+      {model_flags(f.model), cache_flags(f.cache)});
+}
+
+int run_recall(StreamFlags& f, CachedDecoder& decoder, const std::string& checkpoint) {
   const ModelConfig& model = decoder.config();
   if (model.tokenizer_vocab_size != 256)
     fail("--recall: the recall source's ids are bytes, but ", checkpoint, " has a tokenizer of ", model.tokenizer_vocab_size,
          " ids; train on the recall shards (configs/recall.yaml)");
-  const FactRecall source = read_recall_source(args.get("recall"), "--recall");
-  const CacheOptions cache = cache_options(args);
+  const FactRecall source = read_recall_source(f.recall, "--recall");
+  const CacheOptions cache = cache_options(f.cache);
   const int64_t window = cache.window;
-  RecallProbeOptions options;
-  options.distances = args.has("distances") ? parse_distances(args.get("distances")) : default_recall_distances(window);
-  options.pairs = args.get_int("pairs", options.pairs);
-  options.chunk = args.get_int("chunk", 256);
-  if (options.pairs < 1) fail("--pairs must be at least 1");
-  if (options.chunk < 1) fail("--chunk must be at least 1");
+  RecallProbeOptions options = f.probe;
+  options.distances = !f.distances.empty() ? parse_distances(f.distances) : default_recall_distances(window);
+  options.chunk = f.perplexity.chunk;
   std::vector<RecallPolicy> policies;
-  std::stringstream names(args.get("recall-policies", "full,window,sink_window"));
+  std::stringstream names(f.recall_policies);
   for (std::string item; std::getline(names, item, ',');) {  // NAME or NAME:W
     CacheOptions o = cache;
     const size_t colon = item.find(':');
@@ -102,11 +140,7 @@ int run_recall(const Args& args, CachedDecoder& decoder, const std::string& chec
   nlohmann::json result = recall_probe_json(curves, source, window, options);
   result["checkpoint"] = checkpoint;
   result["sink_mode"] = sink_mode_name(model.sink_mode);
-  if (args.has("json")) {
-    std::ofstream out(args.get("json"));
-    if (!out) fail("--json ", args.get("json"), ": cannot write");
-    out << result.dump(2) << "\n";
-  }
+  write_json(f.json, result);
   std::cout << recall_probe_table(curves, source, window);
   return 0;
 }
@@ -114,57 +148,36 @@ int run_recall(const Args& args, CachedDecoder& decoder, const std::string& chec
 }  // namespace
 
 int run_stream_command(const std::vector<std::string>& argv) {
+  StreamFlags f;
   Args args("stream",
             "--checkpoint DIR (--text FILE | --ids FILE | --recall DIR) [--cache sink_window] [--window W] [--sinks S] [--compare]",
-            with_flags({{"text", "FILE", "UTF-8 text to stream (tokenized with --tokenizer / the checkpoint's / bytes)"},
-             {"ids", "FILE", "whitespace-separated token ids instead of --text"},
-             {"rotation", "IMPL", "relative (fast, default) | literal (the reference, one token at a time)"},
-             {"compare", "", "run 0+W, 1+(W-1), 2+(W-2), 4+(W-4) and print a table (Table 3 of the paper)"},
-             {"max-tokens", "N", "stream only the first N tokens of the text"},
-             {"chunk", "N", "prefill chunk (default 256)"},
-             {"segment", "N", "tokens per perplexity segment (default 1000)"},
-             {"nll-out", "FILE", "per-token NLL (--compare: FILE.<S>+<R>)"},
-             {"json", "FILE", "also write the JSON summary here"},
-             {"recall", "DIR", "run the recall probe on the source `prepare synthetic --task recall` wrote to DIR "
-                               "(instead of --text): accuracy vs fact-to-query distance per cache policy"},
-             {"distances", "LIST", "recall: fact-to-query distances, comma-separated (default: W/8 .. 4W)"},
-             {"pairs", "N", "recall: facts and queries per distance (default 48)"},
-             {"recall-policies", "LIST", "recall: cache policies, the first the reference of agreement "
-                                         "(default full,window,sink_window; --window/--sinks/--positions apply)"}},
-                       {model_flags(), cache_flags()}),
-            argv);
+            stream_flags(f), argv);
   if (args.print_help_if_requested()) return 0;
   if (args.has("ids") + args.has("text") + args.has("recall") != 1)
     fail("give exactly one of --text FILE, --ids FILE or --recall DIR");
-  InferenceModel m = open_inference_model(args, args.has("text") ? NeedsText::Yes : NeedsText::No);
+  if (f.rotation != "literal" && f.rotation != "relative") fail("--rotation ", f.rotation, ": expected relative or literal");
+  InferenceModel m = open_inference_model(f.model, args.has("text") ? NeedsText::Yes : NeedsText::No);
   CachedDecoder decoder(m.loaded.model);
-  if (args.has("recall")) return run_recall(args, decoder, m.checkpoint);
+  if (args.has("recall")) return run_recall(f, decoder, m.checkpoint);
   const ModelConfig& model = decoder.config();
 
   std::vector<int64_t> ids;
   std::string tokenizer_description = "ids file";
   if (args.has("ids")) {
-    ids = read_ids_file(args.get("ids"), model);
+    ids = read_ids_file(f.ids, model);
   } else {
-    ids = m.codec->encode(read_whole_file(args.get("text"), "--text"));
+    ids = m.codec->encode(read_whole_file(f.text, "--text"));
     tokenizer_description = m.codec->description();
   }
-  const int64_t max_tokens = args.get_int("max-tokens", -1);
-  if (max_tokens >= 0 && static_cast<int64_t>(ids.size()) > max_tokens) ids.resize(max_tokens);
+  if (f.max_tokens >= 0 && static_cast<int64_t>(ids.size()) > f.max_tokens) ids.resize(f.max_tokens);
 
-  StreamingPerplexityOptions options;
-  options.chunk = args.get_int("chunk", 256);
-  options.segment = args.get_int("segment", 1000);
-  if (options.chunk < 1) fail("--chunk must be at least 1");
-  if (options.segment < 1) fail("--segment must be at least 1");
+  StreamingPerplexityOptions options = f.perplexity;
   options.kv_trace_every = std::max<int64_t>(options.chunk, static_cast<int64_t>(ids.size()) / 64);  // ~64 points
-  options.rotation = args.get("rotation", "relative") == "literal" ? KeyRotation::Literal : KeyRotation::Relative;
-  if (args.get("rotation", "relative") != "literal" && args.get("rotation", "relative") != "relative")
-    fail("--rotation ", args.get("rotation"), ": expected relative or literal");
-  const CacheOptions cache = cache_options(args);
+  options.rotation = f.rotation == "literal" ? KeyRotation::Literal : KeyRotation::Relative;
+  const CacheOptions cache = cache_options(f.cache);
   const PositionRule rule = cache.positions;
   std::vector<CacheOptions> runs;
-  if (args.has("compare")) {
+  if (f.compare) {
     for (int64_t sinks : {0, 1, 2, 4}) {
       CacheOptions o = cache;
       o.policy = sinks == 0 && cache.policy == "sink_window" ? "window" : cache.policy;
@@ -186,7 +199,7 @@ int run_stream_command(const std::vector<std::string>& argv) {
                             {"kv_bytes_per_stream", kv_bytes_per_stream(*policy, model, static_cast<int64_t>(ids.size()))}};
     auto result = streaming_perplexity(decoder, std::move(policy), rule, ids, options);
     entry.update(result.summary(options.segment));
-    if (args.has("nll-out")) write_nll(args.has("compare") ? args.get("nll-out") + "." + label : args.get("nll-out"), result.nll);
+    if (!f.nll_out.empty()) write_nll(f.compare ? f.nll_out + "." + label : f.nll_out, result.nll);
     results.push_back(entry);
   }
   nlohmann::json summary = {{"checkpoint", m.checkpoint},
@@ -195,12 +208,8 @@ int run_stream_command(const std::vector<std::string>& argv) {
                             {"tokenizer", tokenizer_description},
                             {"text_tokens", ids.size()},
                             {"runs", results}};
-  if (args.has("json")) {
-    std::ofstream out(args.get("json"));
-    if (!out) fail("--json ", args.get("json"), ": cannot write");
-    out << summary.dump(2) << "\n";
-  }
-  if (args.has("compare")) {
+  write_json(f.json, summary);
+  if (f.compare) {
     std::printf("| model | %s |\n|---|", [&] {
       std::string header;
       for (const auto& r : results) header += (header.empty() ? "" : " | ") + r["config"].get<std::string>();

@@ -64,37 +64,40 @@ std::vector<std::string> parse_jsonl_documents(const std::string& input) {
 }  // namespace
 
 int run_tokenize_command(const std::vector<std::string>& argv) {
+  std::string tokenizer_path;
+  bool decode = false, jsonl = false, time = false;
+  int threads_flag = 0;
   Args args("tokenize", "--tokenizer PATH [--decode | --jsonl] [--threads N] [--time] < input > output",
-            {{"tokenizer", "PATH", "tokenizer.json, vocab.json (+ merges.txt), *.tiktoken or SentencePiece *.model"},
-             {"decode", "", "read ids, write text (default: read text, write ids)"},
-             {"jsonl", "", "one document per input line (JSON string or {\"text\": ...}); one line of ids per "
-                           "document, encoded in parallel"},
-             {"threads", "N", "encoding threads (default 0 = all)"},
-             {"time", "", "print the encoding time and throughput (MB/s) to stderr"}},
+            {flag(&tokenizer_path, "tokenizer", "PATH", "tokenizer.json, vocab.json (+ merges.txt), *.tiktoken or SentencePiece *.model"),
+             flag(&decode, "decode", "read ids, write text (default: read text, write ids)"),
+             flag(&jsonl, "jsonl", "one document per input line (JSON string or {\"text\": ...}); one line of ids per "
+                                   "document, encoded in parallel"),
+             flag(&threads_flag, "threads", "N", "encoding threads (0 = all)", Range{0, 4096}),
+             flag(&time, "time", "print the encoding time and throughput (MB/s) to stderr")},
             argv);
   if (args.print_help_if_requested()) return 0;
   std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(args.require("tokenizer"));
   std::ios::sync_with_stdio(false);
   std::string input((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-  if (args.has("jsonl")) {
-    if (args.has("decode")) fail("--jsonl encodes documents; it does not combine with --decode");
+  if (jsonl) {
+    if (decode) fail("--jsonl encodes documents; it does not combine with --decode");
     std::vector<std::string> docs = parse_jsonl_documents(input);
     std::vector<std::string_view> views(docs.begin(), docs.end());
     std::string out;
-    for (const TokenIds& ids : encode_documents(*tokenizer, views, static_cast<int>(args.get_int("threads", 0))))
+    for (const TokenIds& ids : encode_documents(*tokenizer, views, threads_flag))
       out += join_ids(ids);
     std::cout << out;
     return 0;
   }
-  if (args.has("decode")) {
+  if (decode) {
     std::cout << tokenizer->decode(parse_ids(input));
     return 0;
   }
-  const int threads = resolve_thread_count(static_cast<int>(args.get_int("threads", 0)));
+  const int threads = resolve_thread_count(threads_flag);
   const auto start = std::chrono::steady_clock::now();
   TokenIds ids = tokenizer->encode_large(input, threads);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (args.has("time"))
+  if (time)
     std::cerr << "encoded " << input.size() << " bytes into " << ids.size() << " tokens in " << seconds << " s: "
               << input.size() / 1e6 / seconds << " MB/s on " << threads << " thread(s)\n";
   std::cout << join_ids(ids);

@@ -4,26 +4,31 @@
 #include "core/args.h"
 #include "core/error.h"
 #include "cli/commands.h"
+#include "cli/inference_model.h"
 #include "train/trainer.h"
 
 namespace sinklm {
 
 int run_train_command(const std::vector<std::string>& argv) {
+  std::string config_file, out;
+  std::vector<std::string> overrides;
+  bool resume = false;
   Args args("train", "--config FILE --out RUN_DIR [--set KEY=VALUE ...] [--resume]",
-            {{"config", "FILE", "model + train + data config (YAML), e.g. configs/tiny-sink.yaml"},
-             {"out", "RUN_DIR", "run directory: metrics.jsonl, config.yaml, checkpoints/"},
-             {"set", "KEY=VALUE", "override a config key (repeatable)"},
-             {"resume", "", "continue from the newest complete checkpoint in RUN_DIR (fresh start if none)"}},
+            {flag(&config_file, "config", "FILE", "model + train + data config (YAML), e.g. configs/tiny-sink.yaml"),
+             flag(&out, "out", "RUN_DIR", "run directory: metrics.jsonl, config.yaml, checkpoints/"),
+             set_flag(&overrides),
+             flag(&resume, "resume", "continue from the newest complete checkpoint in RUN_DIR (fresh start if none)")},
             argv);
-  if (args.help_requested()) {
-    std::cout << args.usage() << "\nmulti-process: mpirun -np N sinklm train ... (srun under Slurm; see scripts/slurm_train.sbatch)\n";
+  if (args.print_help_if_requested()) {
+    if (!args.markdown_requested())
+      std::cout << "\nmulti-process: mpirun -np N sinklm train ... (srun under Slurm; see scripts/slurm_train.sbatch)\n";
     return 0;
   }
   Config config = Config::load_file(args.require("config"));
-  config.apply_overrides(args.get_all("set"));
+  config.apply_overrides(overrides);
   DistributedContext context("train");
   try {
-    Trainer trainer(config, args.require("out"), args.has("resume"), context);
+    Trainer trainer(config, args.require("out"), resume, context);
     TrainSummary summary = trainer.run();
     if (context.is_root()) {
       nlohmann::json out = {{"steps", summary.steps}, {"loss", summary.last_loss}, {"tokens_per_s", summary.tokens_per_second},

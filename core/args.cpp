@@ -32,9 +32,13 @@ bool parse_number(const std::string& text, double* out) {
   }
 }
 
+// Whole numbers up to 1e9 in full (16777216, 1048576), others as %g (0.01, 1e+12).
 std::string number_text(double v) {
   char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%g", v);
+  if (v == static_cast<double>(static_cast<int64_t>(v)) && v >= -1e9 && v <= 1e9)
+    std::snprintf(buffer, sizeof buffer, "%lld", static_cast<long long>(v));
+  else
+    std::snprintf(buffer, sizeof buffer, "%g", v);
   return buffer;
 }
 
@@ -98,8 +102,9 @@ Args::Args(std::string command, std::string synopsis, std::vector<FlagSpec> flag
   for (const auto& f : flags_) names.push_back("--" + f.name);
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& word = argv[i];
-    if (word == "-h" || word == "--help") {
+    if (word == "-h" || word == "--help" || word == kMarkdownHelp) {
       help_ = true;
+      markdown_ = markdown_ || word == kMarkdownHelp;
       continue;
     }
     if (word.rfind("--", 0) != 0 || word == "--") {
@@ -131,13 +136,7 @@ Args::Args(std::string command, std::string synopsis, std::vector<FlagSpec> flag
   if (help_) return;  // --help prints the defaults; nothing is checked
   for (const auto& f : flags_)
     if (f.bind && values_.count(f.name))
-      for (const auto& value : values_.at(f.name)) {
-        try {
-          f.bind(value);
-        } catch (const UserError& e) {
-          fail("sinklm ", command_, ": ", e.what());
-        }
-      }
+      for (const auto& value : values_.at(f.name)) f.bind(value);
 }
 
 const FlagSpec& Args::spec(const std::string& name) const {
@@ -179,7 +178,7 @@ std::vector<std::string> Args::get_all(const std::string& name) const {
 }
 
 bool Args::print_help_if_requested() const {
-  if (help_) std::cout << usage();
+  if (help_) std::cout << (markdown_ ? markdown() : usage());
   return help_;
 }
 
@@ -198,7 +197,15 @@ std::string Args::usage() const {
 
 std::string Args::markdown() const {
   std::ostringstream out;
-  out << "`sinklm " << command_ << " " << synopsis_ << "`\n\n| flag | default | range | what it does |\n|---|---|---|---|\n";
+  // The synopsis as typed: its first line after the command, its other lines whole.
+  std::istringstream lines(synopsis_);
+  out << "```\n";
+  bool first = true;
+  for (std::string line; std::getline(lines, line); first = false) {
+    const size_t start = line.find_first_not_of(' ');
+    out << (first ? "sinklm " + command_ + " " : "") << (start == std::string::npos ? "" : line.substr(start)) << "\n";
+  }
+  out << "```\n\n| flag | default | range | what it does |\n|---|---|---|---|\n";
   auto cell = [](const std::string& text) {
     std::string escaped;
     for (char c : text) escaped += c == '|' ? std::string("\\|") : std::string(1, c);

@@ -39,6 +39,8 @@ FlagSpec flag(size_t* field, std::string name, std::string value_name, std::stri
 FlagSpec flag(double* field, std::string name, std::string value_name, std::string help, Range range);
 FlagSpec flag(bool* field, std::string name, std::string help);
 FlagSpec flag(std::vector<std::string>* field, std::string name, std::string value_name, std::string help);
+// The word that asks a command for markdown() instead of usage(): docs/cli.md is every command's answer.
+constexpr const char* kMarkdownHelp = "--help-markdown";
 // Bounds for flags with no other limit than their type's.
 constexpr Range kAnyCount{0, 9.2e18};
 
@@ -47,6 +49,8 @@ class Args {
   Args(std::string command, std::string synopsis, std::vector<FlagSpec> flags, const std::vector<std::string>& argv);
 
   bool help_requested() const { return help_; }
+  // --help-markdown (`sinklm help --markdown` asks every command so): the help as markdown() instead.
+  bool markdown_requested() const { return markdown_; }
   std::string usage() const;
   // The flags as a Markdown table (flag, default, range, help): docs/cli.md.
   std::string markdown() const;
@@ -69,7 +73,7 @@ class Args {
   std::vector<FlagSpec> flags_;
   std::map<std::string, std::vector<std::string>> values_;
   std::vector<std::string> positionals_;
-  bool help_ = false;
+  bool help_ = false, markdown_ = false;
 };
 
 }  // namespace sinklm

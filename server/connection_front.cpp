@@ -299,7 +299,7 @@ struct ConnectionFront::Impl {
       c->phase = Connection::Phase::headers;
       c->deadline = now + seconds(limits.header_timeout_s);
     }
-    const RequestFrame frame = frame_request(c->buffer, {limits.max_header_bytes, limits.max_body_bytes});
+    const RequestFrame frame = frame_request(c->buffer, limits.frame);
     if (frame.kind == RequestFrame::Kind::rejected) return answer(*c, frame.status, frame.code, frame.message);
     if (frame.kind == RequestFrame::Kind::complete) return dispatch(c, frame.total_bytes);
     if (frame.header_bytes > 0 && c->phase == Connection::Phase::headers) {

@@ -26,6 +26,8 @@
 #include <memory>
 #include <string>
 
+#include "server/request_framing.h"
+
 namespace httplib {
 class Stream;
 }
@@ -40,8 +42,7 @@ struct ConnectionLimits {
   double body_timeout_s = 30;
   double queue_timeout_s = 30;  // a complete request waiting this long for a worker is answered 503
   double write_timeout_s = 5;
-  size_t max_header_bytes = 64 << 10;
-  size_t max_body_bytes = 1 << 20;
+  FrameLimits frame;  // header and body sizes (server/request_framing.h)
   int threads = 64;                         // workers serving complete requests
   int retry_after_s = 2;                    // in the 503 of a connection over a limit
   size_t max_requests_per_connection = 1000;

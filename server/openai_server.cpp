@@ -66,13 +66,6 @@ class FrontedHttpServer : public httplib::Server {
   void set_serving(socket_t listening) { svr_sock_ = listening; }
 };
 
-ConnectionLimits connection_limits(const ServerOptions& o) {
-  ConnectionLimits limits = o.connections;
-  limits.threads = o.http_threads;
-  limits.max_body_bytes = o.max_body_bytes;
-  return limits;
-}
-
 }  // namespace
 
 struct OpenAiServer::Impl {
@@ -96,16 +89,16 @@ struct OpenAiServer::Impl {
         worker(d, options.prefill_chunk, metrics),
         jobs(options, d, c, s, worker, metrics),
         render(c, options.model_name),
-        front(connection_limits(options), [this](httplib::Stream& s, bool close, bool continue_sent) { return serve(s, close, continue_sent); },
+        front(options.connections, [this](httplib::Stream& s, bool close, bool continue_sent) { return serve(s, close, continue_sent); },
               [](int status, const std::string& code, const std::string& message) { return dump(error_body(status, message, code)); },
               [this](int status) { metrics.count_response("connection", status); }),
         policy(make_cache_policy(s.settings().cache, d.config())) {
-    http.set_payload_max_length(options.max_body_bytes);
+    http.set_payload_max_length(options.connections.frame.max_body_bytes);
     http.set_keep_alive_timeout(static_cast<time_t>(std::lround(options.connections.idle_timeout_s)));
     http.set_keep_alive_max_count(options.connections.max_requests_per_connection);
     http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
       if (res.body.empty()) {
-        const std::string message = res.status == 413 ? str("the request body exceeds ", options.max_body_bytes, " bytes")
+        const std::string message = res.status == 413 ? str("the request body exceeds ", options.connections.frame.max_body_bytes, " bytes")
                                     : res.status == 404 ? str("no route for ", req.method, " ", req.path)
                                                         : str("HTTP ", res.status);
         res.set_content(dump(error_body(res.status, message, res.status == 413 ? "body_too_large" : "")),

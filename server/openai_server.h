@@ -35,13 +35,13 @@ struct ServerOptions {
   std::string checkpoint = "sinklm";  // the checkpoint's directory name, for the model card
   bool ui = true;  // serve the chat page at GET /
   std::string api_key;  // "" = no authentication
-  size_t max_body_bytes = 1 << 20;
   int64_t max_prompt_tokens = 16384;
   int64_t max_tokens_limit = 4096;  // the largest max_tokens a request may ask for
   int64_t max_concurrent = 64;      // generations queued or running
   int64_t prefill_chunk = 256;
-  int http_threads = 64;  // workers serving complete requests
-  ConnectionLimits connections;  // deadlines and caps of client connections (server/connection_front.h)
+  // Deadlines and caps of client connections, the workers serving complete requests and the largest
+  // request (server/connection_front.h).
+  ConnectionLimits connections;
 };
 
 class OpenAiServer {

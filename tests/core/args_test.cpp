@@ -32,5 +32,50 @@ TEST(Args, MissingValueAndMissingRequiredAreErrors) {
   EXPECT_THROW(a.require("out"), UserError);
 }
 
+TEST(Flags, BoundFlagsSetTheirFieldsAndKeepTheirDefaults) {
+  int64_t workers = 64;
+  double timeout = 30;
+  std::string dir = "sessions";
+  bool quiet = false;
+  std::vector<std::string> sets;
+  auto declare = [&] {
+    return std::vector<FlagSpec>{flag(&workers, "workers", "N", "threads", Range{1, 4096}),
+                                 flag(&timeout, "timeout", "S", "seconds", Range{0.001, 86400}),
+                                 flag(&dir, "dir", "DIR", "where"), flag(&quiet, "quiet", "less output"),
+                                 flag(&sets, "set", "K=V", "override")};
+  };
+  Args a("x", "", declare(), {"--workers", "8", "--quiet", "--set", "a=1", "--set=b=2"});
+  EXPECT_EQ(workers, 8);
+  EXPECT_EQ(timeout, 30);  // not given: the field's own value
+  EXPECT_EQ(dir, "sessions");
+  EXPECT_TRUE(quiet);
+  EXPECT_EQ(sets, (std::vector<std::string>{"a=1", "b=2"}));
+  workers = 64;
+  const std::string help = Args("x", "", declare(), {"--help"}).usage();
+  EXPECT_NE(help.find("threads (default 64) in [1, 4096]"), std::string::npos) << help;
+  const std::string markdown = Args("x", "", declare(), {}).markdown();
+  EXPECT_NE(markdown.find("| `--workers N` | `64` | [1, 4096] | threads |"), std::string::npos) << markdown;
+  EXPECT_NE(markdown.find("| `--dir DIR` | `sessions` |  | where |"), std::string::npos) << markdown;
+}
+
+TEST(Flags, OutOfRangeAndMalformedValuesNameTheFlag) {
+  int64_t workers = 64;
+  double timeout = 30;
+  auto error = [&](std::vector<std::string> argv) {
+    try {
+      Args("x", "", {flag(&workers, "workers", "N", "threads", Range{1, 4096}), flag(&timeout, "timeout", "S", "s", Range{0.001, 60})},
+           argv);
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error({"--workers", "0"}).find("option --workers must be in [1, 4096], got 0"), std::string::npos);
+  EXPECT_NE(error({"--workers", "8x"}).find("option --workers must be an integer, got '8x'"), std::string::npos);
+  EXPECT_NE(error({"--timeout", "61"}).find("option --timeout must be in [0.001, 60], got 61"), std::string::npos);
+  EXPECT_EQ(workers, 64) << "a rejected value leaves the field alone";
+  EXPECT_EQ(error({"--help", "--workers", "0"}), "") << "--help checks nothing";
+}
+
 }  // namespace
 }  // namespace sinklm
