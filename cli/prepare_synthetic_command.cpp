@@ -220,8 +220,8 @@ int prepare_synthetic(const std::vector<std::string>& argv) {
       task == "recall" ? std::vector<std::string>{"rule", "marker-rate", "marker-window", "triggers", "trigger-rate",
                                                   "document-tokens"}
                        : std::vector<std::string>{"order", "keys", "fact-rate", "min-distance", "max-distance"};
-  for (const std::string& flag : other_task_flags)
-    if (args.has(flag)) fail("--", flag, " does not apply to --task ", task);
+  for (const std::string& name : other_task_flags)
+    if (args.has(name)) fail("--", name, " does not apply to --task ", task);
   const std::string out_dir = args.require("out");
   const SplitLengths lengths = {{Split::Train, f.train_tokens},
                                 {Split::Validation, f.validation_tokens},

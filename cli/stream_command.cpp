@@ -114,7 +114,7 @@ std::vector<FlagSpec> stream_flags(StreamFlags& f) {
       {model_flags(f.model), cache_flags(f.cache)});
 }
 
-int run_recall(StreamFlags& f, CachedDecoder& decoder, const std::string& checkpoint) {
+int run_recall(const StreamFlags& f, CachedDecoder& decoder, const std::string& checkpoint) {
   const ModelConfig& model = decoder.config();
   if (model.tokenizer_vocab_size != 256)
     fail("--recall: the recall source's ids are bytes, but ", checkpoint, " has a tokenizer of ", model.tokenizer_vocab_size,

@@ -44,7 +44,7 @@ std::string number_text(double v) {
 
 std::string range_text(Range r) { return "[" + number_text(r.min) + ", " + number_text(r.max) + "]"; }
 
-// The checked value of a numeric flag; `what` is "an integer" or "a number".
+// The checked value of a numeric flag, or a UserError naming it.
 template <typename T>
 T checked(const std::string& name, const std::string& text, Range range) {
   constexpr bool integral = std::is_integral_v<T>;
@@ -159,20 +159,6 @@ std::string Args::require(const std::string& name) const {
   return get(name);
 }
 
-int64_t Args::get_int(const std::string& name, int64_t fallback) const {
-  if (!has(name)) return fallback;
-  int64_t v = 0;
-  if (!parse_integer(get(name), &v)) fail("sinklm ", command_, ": option --", name, " must be an integer, got '", get(name), "'");
-  return v;
-}
-
-double Args::get_double(const std::string& name, double fallback) const {
-  if (!has(name)) return fallback;
-  double v = 0;
-  if (!parse_number(get(name), &v)) fail("sinklm ", command_, ": option --", name, " must be a number, got '", get(name), "'");
-  return v;
-}
-
 std::vector<std::string> Args::get_all(const std::string& name) const {
   return has(name) ? values_.at(name) : std::vector<std::string>{};
 }
@@ -189,7 +175,7 @@ std::string Args::usage() const {
     std::string left = "--" + f.name + (f.value_name.empty() ? "" : " " + f.value_name);
     std::string right = f.help;
     if (!f.default_text.empty()) right += " (default " + f.default_text + ")";
-    if (!f.range_text.empty() && f.range_text != range_text(kAnyCount)) right += " in " + f.range_text;
+    if (!f.range_text.empty()) right += " in " + f.range_text;
     out << "  " << left << std::string(left.size() < 28 ? 28 - left.size() : 1, ' ') << right << "\n";
   }
   return out.str();
@@ -212,9 +198,8 @@ std::string Args::markdown() const {
     return escaped;
   };
   for (const auto& f : flags_) {
-    const std::string range = f.range_text == range_text(kAnyCount) ? "" : f.range_text;
     out << "| `--" << f.name << (f.value_name.empty() ? "" : " " + f.value_name) << "` | "
-        << (f.default_text.empty() ? "" : "`" + f.default_text + "`") << " | " << range << " | " << cell(f.help)
+        << (f.default_text.empty() ? "" : "`" + f.default_text + "`") << " | " << f.range_text << " | " << cell(f.help)
         << " |\n";
   }
   return out.str();

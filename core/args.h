@@ -41,8 +41,6 @@ FlagSpec flag(bool* field, std::string name, std::string help);
 FlagSpec flag(std::vector<std::string>* field, std::string name, std::string value_name, std::string help);
 // The word that asks a command for markdown() instead of usage(): docs/cli.md is every command's answer.
 constexpr const char* kMarkdownHelp = "--help-markdown";
-// Bounds for flags with no other limit than their type's.
-constexpr Range kAnyCount{0, 9.2e18};
 
 class Args {
  public:
@@ -60,8 +58,6 @@ class Args {
   bool has(const std::string& name) const;
   std::string get(const std::string& name, const std::string& fallback = "") const;
   std::string require(const std::string& name) const;  // UserError when missing
-  int64_t get_int(const std::string& name, int64_t fallback) const;
-  double get_double(const std::string& name, double fallback) const;  // UserError naming the flag if not a number
   std::vector<std::string> get_all(const std::string& name) const;
   const std::vector<std::string>& positionals() const { return positionals_; }
 

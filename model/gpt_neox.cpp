@@ -120,10 +120,14 @@ std::vector<SinkParameter> GPTNeoXForCausalLMImpl::sink_parameters() const {
   return out;
 }
 
-const SinkParameterSpec* GPTNeoXForCausalLMImpl::sink_parameter_spec(const torch::Tensor& parameter) const {
-  for (const SinkParameter& sink : sink_parameters())
+const SinkParameterSpec* sink_parameter_spec(const torch::Tensor& parameter, const std::vector<SinkParameter>& sink_parameters) {
+  for (const SinkParameter& sink : sink_parameters)
     if (sink.tensor.is_same(parameter)) return sink.spec;
   return nullptr;
+}
+
+const SinkParameterSpec* GPTNeoXForCausalLMImpl::sink_parameter_spec(const torch::Tensor& parameter) const {
+  return sinklm::sink_parameter_spec(parameter, sink_parameters());
 }
 
 void GPTNeoXForCausalLMImpl::initialize() {
@@ -131,6 +135,7 @@ void GPTNeoXForCausalLMImpl::initialize() {
   auto generator = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(config_.init_seed));
   const double small = std::sqrt(2.0 / (5.0 * config_.hidden_size));
   const double wang = 2.0 / (config_.num_layers * std::sqrt(static_cast<double>(config_.hidden_size)));
+  const std::vector<SinkParameter> sinks = sink_parameters();
   // Parameters are drawn on the CPU in name order, so a model is identical whatever device it lives on.
   for (auto& item : named_parameters()) {
     const std::string& name = item.key();
@@ -138,7 +143,7 @@ void GPTNeoXForCausalLMImpl::initialize() {
     torch::Tensor value = torch::empty(p.sizes(), torch::kFloat32);
     if (name.find("layernorm") != std::string::npos || name.find("layer_norm") != std::string::npos) {
       value.fill_(ends_with(name, ".weight") ? 1.0 : 0.0);
-    } else if (const SinkParameterSpec* spec = sink_parameter_spec(p)) {
+    } else if (const SinkParameterSpec* spec = sinklm::sink_parameter_spec(p, sinks)) {
       if (spec->init == SinkInit::Normal) value.normal_(0.0, small, generator);
       else value.zero_();
     } else if (ends_with(name, ".bias")) {

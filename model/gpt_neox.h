@@ -78,6 +78,8 @@ struct SinkParameter {
   torch::Tensor tensor;
   const SinkParameterSpec* spec;
 };
+// The spec of `parameter` when it is one of `sink_parameters` (by the tensor, not its name), else null.
+const SinkParameterSpec* sink_parameter_spec(const torch::Tensor& parameter, const std::vector<SinkParameter>& sink_parameters);
 
 class GPTNeoXForCausalLMImpl : public torch::nn::Module {
  public:

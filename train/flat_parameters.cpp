@@ -15,17 +15,6 @@ bool takes_weight_decay(const std::string& name) {
   return !norm && !ends_with(name, ".bias");
 }
 
-namespace {
-
-// The spec of `p` when it is one of the sink parameters (by the tensor), else null.
-const SinkParameterSpec* spec_of(const torch::Tensor& p, const std::vector<SinkParameter>& sink_parameters) {
-  for (const SinkParameter& sink : sink_parameters)
-    if (sink.tensor.is_same(p)) return sink.spec;
-  return nullptr;
-}
-
-}  // namespace
-
 FlatParameters::FlatParameters(torch::nn::Module& model, int64_t pad_multiple,
                                const std::vector<SinkParameter>& sink_parameters) {
   auto named = model.named_parameters();
@@ -34,7 +23,7 @@ FlatParameters::FlatParameters(torch::nn::Module& model, int64_t pad_multiple,
   for (auto it = named.items().rbegin(); it != named.items().rend(); ++it) {
     const torch::Tensor& p = it->value();
     SINKLM_ASSERT(p.scalar_type() == torch::kFloat32, "master weights must be float32: ", it->key());
-    const SinkParameterSpec* sink = spec_of(p, sink_parameters);
+    const SinkParameterSpec* sink = sink_parameter_spec(p, sink_parameters);
     slots_.push_back({it->key(), p, total, p.numel(), sink ? sink->weight_decay : takes_weight_decay(it->key()),
                       sink ? sink->lr_multiplier : 1.0});
     total += p.numel();
