@@ -112,7 +112,7 @@ int score_tasks(const EvalFlags& f, const Args& args) {
     const std::string variant = task_variant(task.name).label;
     std::cerr << "[eval] " << task.name << (variant.empty() ? "" : " (" + variant + ")") << ": " << task.docs.size()
               << " documents, " << requests.size() << " requests\n";
-    std::vector<ContinuationScore> flat = scorer.score(requests);
+    std::vector<ContinuationScore> flat = scorer.score(requests, "[eval] " + task.name);
     const auto windowed =
         std::count_if(flat.begin(), flat.end(), [](const ContinuationScore& s) { return s.windows > 1; });
     if (windowed > 0)

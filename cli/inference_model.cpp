@@ -4,8 +4,11 @@
 #include <torch/utils.h>
 
 #include <filesystem>
+#include <iostream>
 
 #include "core/error.h"
+
+namespace fs = std::filesystem;
 
 namespace sinklm {
 namespace {
@@ -20,27 +23,39 @@ torch::Device parse_device(const std::string& name) {
   fail("--device ", name, ": expected cpu, cuda or auto");
 }
 
+void say_device(const std::string& asked, const torch::Device& chosen) {
+  std::cerr << "sinklm: device " << (chosen.is_cuda() ? "cuda" : "cpu");
+  if (asked == "auto") std::cerr << (chosen.is_cuda() ? " (--device auto: CUDA is visible)" : " (--device auto: no CUDA device is visible)");
+  std::cerr << "\n";
+}
+
+void warn_past_trained(const std::string& what, int64_t positions, int64_t trained) {
+  std::cerr << "sinklm: warning: " << what << " gives cache positions up to " << positions - 1
+            << ", but the model was trained on " << trained << " positions (0.." << trained - 1
+            << "); what it predicts past them was never trained\n";
+}
+
 // Steps 2-4 of the order in the header after an explicit --tokenizer (step 1).
 std::string tokenizer_path(const ModelFlags& flags, const std::string& checkpoint, const LoadedModel& loaded) {
   if (!flags.tokenizer.empty()) return flags.tokenizer;
   if (!find_tokenizer_file(checkpoint).empty()) return "";  // load_text_codec finds it in the directory
   const std::string trained_with = loaded.config.get_string("data.tokenizer");
-  return !trained_with.empty() && std::filesystem::exists(trained_with) ? trained_with : "";
+  return !trained_with.empty() && fs::exists(trained_with) ? trained_with : "";
 }
 
 }  // namespace
 
 std::vector<FlagSpec> model_flags(ModelFlags& o) {
   return {flag(&o.checkpoint, "checkpoint", "DIR", "checkpoint directory (sinklm or Hugging Face GPT-NeoX)"),
-          flag(&o.tokenizer, "tokenizer", "PATH", "tokenizer file (default: the one in the checkpoint, else data.tokenizer, else bytes)"),
-          flag(&o.device, "device", "DEV", "cpu | cuda | auto"),
+          flag(&o.tokenizer, "tokenizer", "PATH", "tokenizer file, or bytes (default: the one in the checkpoint, else data.tokenizer, else bytes for a 256-id model)"),
+          flag(&o.device, "device", "DEV", "cpu | cuda | auto (CUDA when one is visible)"),
           flag(&o.threads, "threads", "N", "intra-op CPU threads for the model (0: LibTorch's choice)", Range{0, 4096}),
           flag(&o.set, "set", "KEY=VALUE", "override a run-time config key, e.g. model.attention=reference")};
 }
 
 std::vector<FlagSpec> cache_flags(CacheFlags& o) {
   return {flag(&o.cache, "cache", "POLICY", "full | window | sink_window | recompute | heads (per head, --head-policy)"),
-          flag(&o.window, "window", "W", "cache budget in entries, sinks included (full: its limit)", Range{1, 1 << 24}),
+          flag(&o.window, "window", "W", "cache budget in entries, sinks included (full: its limit; 0: the model's trained length)", Range{0, 1 << 24}),
           flag(&o.sinks, "sinks", "S", "sink entries (-1: the model's sink tokens for token models, else 4)", Range{-1, 1 << 24}),
           flag(&o.positions, "positions", "RULE", "cache (positions inside the cache) | stream"),
           flag(&o.kv_dtype, "kv-dtype", "T", "how K/V entries are stored: fp32 | bf16 (half the bytes per decode step)"),
@@ -48,15 +63,27 @@ std::vector<FlagSpec> cache_flags(CacheFlags& o) {
           flag(&o.retrieval_window, "retrieval-window", "R", "heads: a retrieval head's budget, sinks included (-1: 4 W)", Range{-1, 1 << 24})};
 }
 
-CacheOptions cache_options(const CacheFlags& f) {
+int64_t trained_positions(const Config& config, const std::string& checkpoint_or_config) {
+  const fs::path path(checkpoint_or_config);
+  const bool hugging_face = fs::is_directory(path) && !fs::exists(path / "sinklm.yaml");
+  return config.get_int(hugging_face ? "model.max_position_embeddings" : "train.seq_len");
+}
+
+CacheOptions cache_options(const CacheFlags& f, int64_t trained) {
   CacheOptions o;
   o.policy = f.cache;
-  o.window = f.window;
+  o.window = f.window > 0 ? f.window : trained;
   o.sinks = f.sinks;
   o.positions = parse_position_rule(f.positions, "--positions");
   o.kv_dtype = parse_kv_dtype(f.kv_dtype, "--kv-dtype");
   o.retrieval_window = f.retrieval_window;
   if (!f.head_policy.empty()) o.head_roles = std::make_shared<HeadRoles>(read_head_roles(f.head_policy));
+  if (o.window > trained) warn_past_trained(str("--window ", o.window), o.window, trained);
+  const int64_t retrieval = o.retrieval_window > 0 ? o.retrieval_window : 4 * o.window;
+  if (o.policy == "heads" && retrieval > trained) warn_past_trained(str("--retrieval-window ", retrieval), retrieval, trained);
+  if (o.positions == PositionRule::Stream)
+    std::cerr << "sinklm: warning: --positions stream: positions pass the model's trained " << trained
+              << " once a stream is longer\n";
   return o;
 }
 
@@ -75,7 +102,9 @@ InferenceModel open_inference_model(const ModelFlags& flags, NeedsText needs_tex
   InferenceModel m;
   m.checkpoint = flags.checkpoint;
   m.device = parse_device(flags.device);
+  say_device(flags.device, m.device);
   m.loaded = load_checkpoint(m.checkpoint, m.device, flags.set);
+  m.trained_positions = trained_positions(m.loaded.config, m.checkpoint);
   m.loaded.model->eval();
   if (needs_text == NeedsText::No) return m;
   m.codec = load_text_codec(tokenizer_path(flags, m.checkpoint, m.loaded), m.checkpoint,

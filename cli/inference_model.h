@@ -6,7 +6,8 @@
 //   2. a tokenizer file inside the checkpoint directory (tokenizer.json, vocab.json, tokenizer.model,
 //      *.tiktoken): `sinklm train` copies the training tokenizer there;
 //   3. the checkpoint config's data.tokenizer (the training run's path), when that file exists here;
-//   4. bytes (id = byte value), when the model's tokenizer vocabulary has at least 256 ids.
+//   4. bytes (id = byte value), when the model's tokenizer vocabulary has exactly 256 ids; a larger model
+//      without a tokenizer is refused (its ids read as bytes would be gibberish) unless --tokenizer bytes.
 #pragma once
 #include <torch/types.h>
 
@@ -25,7 +26,7 @@ namespace sinklm {
 struct ModelFlags {
   std::string checkpoint;  // required
   std::string tokenizer;   // "": the order above
-  std::string device = "cpu";
+  std::string device = "auto";  // CUDA when one is visible, else the CPU
   int64_t threads = 0;  // 0: LibTorch's choice
   std::vector<std::string> set;
 };
@@ -34,7 +35,7 @@ std::vector<FlagSpec> model_flags(ModelFlags& o);
 // --cache, --window, --sinks, --positions, --kv-dtype, --head-policy, --retrieval-window.
 struct CacheFlags {
   std::string cache = "sink_window";
-  int64_t window = 1024;
+  int64_t window = 0;  // 0: the model's trained length (trained_positions)
   int64_t sinks = -1;  // the model's default (model/sink.h: default_cache_sinks)
   std::string positions = "cache";
   std::string kv_dtype = "fp32";
@@ -42,7 +43,14 @@ struct CacheFlags {
   int64_t retrieval_window = -1;  // heads: 4 W
 };
 std::vector<FlagSpec> cache_flags(CacheFlags& o);
-CacheOptions cache_options(const CacheFlags& o);
+// The options of --cache & co. for a model trained on `trained_positions` positions: --window 0 becomes that
+// length, and a cache whose positions would pass it (window, retrieval window, or --positions stream) is
+// warned about on stderr with both numbers: the model never saw those positions.
+CacheOptions cache_options(const CacheFlags& o, int64_t trained_positions);
+
+// The positions a model was trained on: train.seq_len of sinklm's checkpoints and configs, the position table
+// (model.max_position_embeddings) of a Hugging Face directory, which records no training length.
+int64_t trained_positions(const Config& config, const std::string& checkpoint_or_config);
 
 // --set KEY=VALUE (repeatable) of the commands that build a model from a config (info, init, forward, train).
 FlagSpec set_flag(std::vector<std::string>* overrides);
@@ -54,13 +62,14 @@ struct InferenceModel {
   std::string checkpoint;
   torch::Device device = torch::kCPU;
   LoadedModel loaded;                // model in eval mode on `device`
+  int64_t trained_positions = 0;     // trained_positions(loaded.config, checkpoint)
   std::unique_ptr<TextCodec> codec;  // resolved in the order above
 };
 
 enum class NeedsText { Yes, No };  // No: the command reads token ids only (codec left null)
 
-// Applies --threads, picks --device (cpu | cuda | auto), loads --checkpoint with --set overrides, and
-// resolves the tokenizer. UserError naming the flag on any bad value.
+// Applies --threads, picks --device (cpu | cuda | auto, saying on stderr which it chose), loads --checkpoint
+// with --set overrides, and resolves the tokenizer. UserError naming the flag on any bad value.
 InferenceModel open_inference_model(const ModelFlags& flags, NeedsText needs_text = NeedsText::Yes);
 
 }  // namespace sinklm

@@ -62,7 +62,7 @@ int run_info_command(const std::vector<std::string>& argv) {
   // With cache flags: the K/V memory one stream of that cache holds once its budgets are full.
   std::unique_ptr<KvCachePolicy> cache;
   if (args.has("cache") || args.has("window")) {
-    cache = make_cache_policy(cache_options(cache_flag_values), model, "--cache/--window/--sinks");
+    cache = make_cache_policy(cache_options(cache_flag_values, trained_positions(config, path)), model, "--cache/--window/--sinks");
     summary["kv_cache"] = kv_memory_json(*cache, model);
     summary["kv_cache"].update({{"cache", cache->name()}, {"config", cache->label()}, {"kv_dtype", kv_dtype_name(cache->kv_dtype())}});
   }

@@ -107,7 +107,7 @@ int run_serve_command(const std::vector<std::string>& argv) {
   const auto& codec = m.codec;
 
   StreamSettings settings;
-  settings.cache = cache_options(f.cache);
+  settings.cache = cache_options(f.cache, m.trained_positions);
   auto policy = make_cache_policy(settings.cache, model, "--cache/--window/--sinks");  // validates now
   SessionStore sessions(f.session_dir, f.sessions_in_memory, f.max_sessions, settings, model, device, f.durability);
 

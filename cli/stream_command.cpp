@@ -114,13 +114,14 @@ std::vector<FlagSpec> stream_flags(StreamFlags& f) {
       {model_flags(f.model), cache_flags(f.cache)});
 }
 
-int run_recall(const StreamFlags& f, CachedDecoder& decoder, const std::string& checkpoint) {
+int run_recall(const StreamFlags& f, CachedDecoder& decoder, const InferenceModel& m) {
+  const std::string& checkpoint = m.checkpoint;
   const ModelConfig& model = decoder.config();
   if (model.tokenizer_vocab_size != 256)
     fail("--recall: the recall source's ids are bytes, but ", checkpoint, " has a tokenizer of ", model.tokenizer_vocab_size,
          " ids; train on the recall shards (configs/recall.yaml)");
   const FactRecall source = read_recall_source(f.recall, "--recall");
-  const CacheOptions cache = cache_options(f.cache);
+  const CacheOptions cache = cache_options(f.cache, m.trained_positions);
   const int64_t window = cache.window;
   RecallProbeOptions options = f.probe;
   options.distances = !f.distances.empty() ? parse_distances(f.distances) : default_recall_distances(window);
@@ -158,7 +159,7 @@ int run_stream_command(const std::vector<std::string>& argv) {
   if (f.rotation != "literal" && f.rotation != "relative") fail("--rotation ", f.rotation, ": expected relative or literal");
   InferenceModel m = open_inference_model(f.model, args.has("text") ? NeedsText::Yes : NeedsText::No);
   CachedDecoder decoder(m.loaded.model);
-  if (args.has("recall")) return run_recall(f, decoder, m.checkpoint);
+  if (args.has("recall")) return run_recall(f, decoder, m);
   const ModelConfig& model = decoder.config();
 
   std::vector<int64_t> ids;
@@ -174,7 +175,7 @@ int run_stream_command(const std::vector<std::string>& argv) {
   StreamingPerplexityOptions options = f.perplexity;
   options.kv_trace_every = std::max<int64_t>(options.chunk, static_cast<int64_t>(ids.size()) / 64);  // ~64 points
   options.rotation = f.rotation == "literal" ? KeyRotation::Literal : KeyRotation::Relative;
-  const CacheOptions cache = cache_options(f.cache);
+  const CacheOptions cache = cache_options(f.cache, m.trained_positions);
   const PositionRule rule = cache.positions;
   std::vector<CacheOptions> runs;
   if (f.compare) {

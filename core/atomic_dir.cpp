@@ -19,30 +19,30 @@ std::string errno_text() { return std::strerror(errno); }
 
 void fsync_path(const std::string& path, int flags) {
   int fd = ::open(path.c_str(), flags);
-  if (fd < 0) fail(path, ": cannot open for fsync: ", errno_text());
-  int rc = ::fsync(fd);
+  if (fd < 0) fail_storage(errno, path, ": cannot open for fsync: ", errno_text());
+  const int rc = ::fsync(fd), error = errno;
   ::close(fd);
-  if (rc != 0) fail(path, ": fsync failed: ", errno_text());
+  if (rc != 0) fail_storage(error, path, ": fsync failed: ", std::strerror(error));
 }
 
 }  // namespace
 
 void write_file_durable(const std::string& path, const void* data, size_t size) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail(path, ": cannot create: ", errno_text());
+  if (fd < 0) fail_storage(errno, path, ": cannot create: ", errno_text());
   const char* bytes = static_cast<const char*>(data);
   while (size > 0) {
     ssize_t wrote = ::write(fd, bytes, size);
     if (wrote < 0 && errno == EINTR) continue;
     if (wrote <= 0) {
-      std::string why = errno_text();
+      const int error = wrote < 0 ? errno : ENOSPC;  // a write of 0 bytes: no room
       ::close(fd);
-      fail(path, ": write failed: ", why, " (is the disk full?)");
+      fail_storage(error, path, ": write failed: ", std::strerror(error), " (is the disk full?)");
     }
     bytes += wrote;
     size -= static_cast<size_t>(wrote);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) fail(path, ": fsync/close failed: ", errno_text());
+  if (::fsync(fd) != 0 || ::close(fd) != 0) fail_storage(errno, path, ": fsync/close failed: ", errno_text());
 }
 
 void write_file_durable(const std::string& path, const std::string& text) {
@@ -55,9 +55,9 @@ void write_file_atomic(const std::string& path, const std::string& text) {
   const std::string staging = path + ".tmp-" + std::to_string(::getpid());
   write_file_durable(staging, text);
   if (::rename(staging.c_str(), path.c_str()) != 0) {
-    const std::string why = errno_text();
+    const int error = errno;
     fs::remove(staging);
-    fail(path, ": cannot replace: ", why);
+    fail_storage(error, path, ": cannot replace: ", std::strerror(error));
   }
   const fs::path parent = fs::path(path).parent_path();
   fsync_directory(parent.empty() ? "." : parent.string());

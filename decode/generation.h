@@ -47,6 +47,8 @@ enum class GenerationFailure {
   Cancelled,       // its client went away
   ServerStopping,  // the server is stopping: the generation ends at the step it is in
   StepFailed,      // the forward pass threw
+  StorageFull,     // a session's tokens could not be made durable: no space left (core/error.h: StorageError)
+  StorageFailed,   // ... an I/O error
 };
 
 struct GenerationDelta {

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "core/progress_meter.h"
 
 namespace sinklm {
 namespace {
@@ -70,7 +71,8 @@ TokenizedRequest LoglikelihoodScorer::tokenize(const LoglikelihoodRequest& reque
   return out;
 }
 
-std::vector<ContinuationScore> LoglikelihoodScorer::score(const std::vector<LoglikelihoodRequest>& requests) {
+std::vector<ContinuationScore> LoglikelihoodScorer::score(const std::vector<LoglikelihoodRequest>& requests,
+                                                          const std::string& progress_label) {
   const ModelConfig& config = model_->config();
   std::vector<ModelInput> inputs;
   inputs.reserve(requests.size());
@@ -90,7 +92,9 @@ std::vector<ContinuationScore> LoglikelihoodScorer::score(const std::vector<Logl
 
   c10::InferenceMode inference;
   const torch::Device device = model_->embed_out->weight.device();
+  ProgressMeter progress(progress_label, order.size(), "rows");
   for (size_t start = 0; start < order.size(); start += batch_size_) {
+    if (!progress_label.empty()) progress.update(start);
     const size_t end = std::min(order.size(), start + static_cast<size_t>(batch_size_));
     const int64_t B = static_cast<int64_t>(end - start), T = static_cast<int64_t>(inputs[order[start]].ids.size());
     auto ids = torch::zeros({B, T}, torch::kInt64);  // right padding with id 0: never visible to real positions
@@ -111,6 +115,7 @@ std::vector<ContinuationScore> LoglikelihoodScorer::score(const std::vector<Logl
       s.tokens += n;
     }
   }
+  if (!progress_label.empty()) progress.finish();
   return scores;
 }
 

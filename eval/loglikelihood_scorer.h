@@ -38,8 +38,10 @@ class LoglikelihoodScorer {
   LoglikelihoodScorer(GPTNeoXForCausalLM model, const TextCodec& codec, int64_t batch_size);
 
   TokenizedRequest tokenize(const LoglikelihoodRequest& request) const;
-  // Scores in the order of `requests`.
-  std::vector<ContinuationScore> score(const std::vector<LoglikelihoodRequest>& requests);
+  // Scores in the order of `requests`; `progress_label` non-empty: a progress line (core/progress_meter.h)
+  // counts the model rows scored.
+  std::vector<ContinuationScore> score(const std::vector<LoglikelihoodRequest>& requests,
+                                       const std::string& progress_label = "");
 
  private:
   GPTNeoXForCausalLM model_;

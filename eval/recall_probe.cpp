@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/progress_meter.h"
 #include "core/seeded_random.h"
 #include "model/kernels/token_nll.h"
 
@@ -101,6 +102,8 @@ std::vector<RecallCurve> run_recall_probe(CachedDecoder& decoder, const FactReca
   const ModelConfig& model = decoder.config();
   std::vector<RecallCurve> curves;
   for (const RecallPolicy& p : policies) curves.push_back({p, 0, {}});
+  ProgressMeter progress("[recall] policies x distances", policies.size() * options.distances.size(), "streams");
+  uint64_t streams = 0;
   for (const int64_t distance : options.distances) {
     if (distance < 4) fail("recall probe: distance ", distance, " is below 4 (a query comes after its fact)");
     const RecallStream stream = recall_probe_stream(source, distance, window, options);
@@ -114,8 +117,10 @@ std::vector<RecallCurve> run_recall_probe(CachedDecoder& decoder, const FactReca
       curves[i].budget = std::max(curves[i].budget, run.budget);
       curves[i].kv_bytes = std::max(curves[i].kv_bytes, run.kv_bytes);
       curves[i].points.push_back(measure(stream, offset, run, reference, distance, window));
+      progress.update(++streams);
     }
   }
+  progress.finish();
   return curves;
 }
 

@@ -51,8 +51,15 @@ RequestError failure_error(GenerationFailure why, const std::string& message) {
       return RequestError(503, "server_stopped", message + " (a session keeps every token generated; retry on another instance)");
     case GenerationFailure::StepFailed: return RequestError(500, "internal_error", message);
     case GenerationFailure::Cancelled: return RequestError(400, "cancelled", message);
+    case GenerationFailure::StorageFull: return storage_error(true);
+    case GenerationFailure::StorageFailed: return storage_error(false);
     default: return RequestError(400, "context_length_exceeded", message);
   }
+}
+
+RequestError storage_error(bool full) {
+  if (full) return RequestError(507, "storage_full", "the server's storage is full; retry later");
+  return RequestError(503, "storage_error", "the server could not write to its storage; retry later");
 }
 
 int64_t unix_time() {

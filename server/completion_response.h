@@ -20,6 +20,9 @@ std::string dump(const json& value);
 json error_body(int status, const std::string& message, const std::string& code, const std::string& param = "");
 // The HTTP error of a choice that ended with "error".
 RequestError failure_error(GenerationFailure why, const std::string& message);
+// What a client is told when the server's storage failed: 507 storage_full, or 503 storage_error (both with
+// Retry-After). Generic on purpose: the file and the errno go to the server's log only.
+RequestError storage_error(bool full);
 int64_t unix_time();
 
 // What a streamed response has sent of each choice.

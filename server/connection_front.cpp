@@ -31,6 +31,8 @@ using Clock = std::chrono::steady_clock;
 
 constexpr auto kLinger = std::chrono::seconds(2);  // reading what a client still sends after an error answer
 constexpr int kFdReserve = 128;                    // descriptors kept for session logs, snapshots, the model
+constexpr size_t kMaxRefused = 256;                // refused connections lingering at once (beyond: closed now)
+constexpr auto kRefusedLinger = std::chrono::seconds(1);
 constexpr size_t kReadChunk = 64 << 10;
 
 Clock::duration seconds(double s) { return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)); }
@@ -91,6 +93,9 @@ struct ConnectionFront::Impl {
   // Front thread only.
   std::unordered_map<int, std::shared_ptr<Connection>> polled;
   std::unordered_map<std::string, int64_t> per_client;  // open connections per peer address
+  // Connections answered 503 over a limit, read and dropped until the client closes or kRefusedLinger passes:
+  // closed at once, the request arriving after the close would reset the 503 away before the client read it.
+  std::unordered_map<int, Clock::time_point> refused;
   int64_t busy_workers = 0;
   std::deque<std::shared_ptr<Connection>> waiting;  // complete requests waiting for a worker
   Clock::time_point accept_paused_until;
@@ -125,7 +130,7 @@ struct ConnectionFront::Impl {
       std::fprintf(stderr, "sinklm serve: getrlimit(RLIMIT_NOFILE): %s\n", errno_text().c_str());
       return;
     }
-    const rlim_t needed = static_cast<rlim_t>(limits.max_connections + kFdReserve);
+    const rlim_t needed = static_cast<rlim_t>(limits.max_connections + kFdReserve + kMaxRefused);
     if (limit.rlim_cur < needed) {
       rlimit raised = limit;
       raised.rlim_cur = limit.rlim_max == RLIM_INFINITY ? needed : std::min(needed, limit.rlim_max);
@@ -134,7 +139,7 @@ struct ConnectionFront::Impl {
                         static_cast<unsigned long long>(raised.rlim_cur), errno_text().c_str());
     }
     if (limit.rlim_cur < needed) {
-      const int64_t fits = std::max<int64_t>(1, static_cast<int64_t>(limit.rlim_cur) - kFdReserve);
+      const int64_t fits = std::max<int64_t>(1, static_cast<int64_t>(limit.rlim_cur) - kFdReserve - static_cast<int64_t>(kMaxRefused));
       std::fprintf(stderr, "sinklm serve: warning: --max-connections %lld lowered to %lld (open file limit %llu)\n",
                    static_cast<long long>(limits.max_connections), static_cast<long long>(fits),
                    static_cast<unsigned long long>(limit.rlim_cur));
@@ -207,13 +212,31 @@ struct ConnectionFront::Impl {
     c.deadline = Clock::now() + kLinger;
   }
 
-  // Over a connection limit: 503 now, then close (lingering would let an attacker keep the descriptors).
+  // Over a connection limit: 503 now, then a short lingering close (`refused`), bounded in count and time so
+  // that a flood cannot keep the descriptors.
   void refuse(int fd, const std::string& message) {
     send_now(fd, response_bytes(503, "too_many_connections", message));
     if (on_answer) on_answer(503);
+    if (refused.size() < kMaxRefused && ::shutdown(fd, SHUT_WR) == 0) {
+      refused.emplace(fd, Clock::now() + kRefusedLinger);
+      return drain_refused(fd);
+    }
     char drop[4096];
     while (::recv(fd, drop, sizeof drop, MSG_DONTWAIT) > 0) {}  // what already arrived would turn close into a reset
     ::close(fd);
+  }
+
+  // Reads and drops what a refused client sent; closes once it has closed its side (or on an error).
+  void drain_refused(int fd) {
+    char drop[4096];
+    ssize_t n;
+    while ((n = ::recv(fd, drop, sizeof drop, MSG_DONTWAIT)) > 0) {}
+    if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) close_refused(fd);
+  }
+
+  void close_refused(int fd) {
+    ::close(fd);
+    refused.erase(fd);
   }
 
   // --- accepting --------------------------------------------------------------------------------------
@@ -408,6 +431,7 @@ struct ConnectionFront::Impl {
     for (const auto& [fd, c] : polled) next = std::min(next, c->deadline);
     if (!waiting.empty()) next = std::min(next, waiting.front()->deadline);
     if (accept_paused_until > now) next = std::min(next, accept_paused_until);
+    for (const auto& [fd, deadline] : refused) next = std::min(next, deadline);
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count();
     return static_cast<int>(std::max<int64_t>(0, ms + 1));
   }
@@ -423,6 +447,7 @@ struct ConnectionFront::Impl {
       const bool accepting = accept_paused_until <= now;
       fds.push_back({accepting ? listen_fd : -1, POLLIN, 0});  // a negative fd is skipped by poll
       for (const auto& [fd, c] : polled) fds.push_back({fd, POLLIN, 0});
+      for (const auto& [fd, deadline] : refused) fds.push_back({fd, POLLIN, 0});
       const int n = ::poll(fds.data(), fds.size(), poll_timeout_ms(now));
       if (n < 0) {
         if (errno == EINTR) continue;
@@ -436,7 +461,10 @@ struct ConnectionFront::Impl {
       for (size_t i = 2; i < fds.size(); ++i) {
         if (!fds[i].revents) continue;
         auto it = polled.find(fds[i].fd);
-        if (it == polled.end()) continue;
+        if (it == polled.end()) {
+          if (refused.count(fds[i].fd)) drain_refused(fds[i].fd);
+          continue;
+        }
         auto c = it->second;
         if (!receive(*c)) drop(c->fd);
         else advance(c);
@@ -451,6 +479,10 @@ struct ConnectionFront::Impl {
     const auto now = Clock::now();
     expire_waiting(now);
     std::vector<int> due;
+    for (const auto& [fd, deadline] : refused)
+      if (deadline <= now) due.push_back(fd);
+    for (int fd : due) close_refused(fd);
+    due.clear();
     for (const auto& [fd, c] : polled)
       if (c->deadline <= now) due.push_back(fd);
     for (int fd : due) {
@@ -467,6 +499,8 @@ struct ConnectionFront::Impl {
     listen_fd = -1;
     for (auto& [fd, c] : polled) close_connection(*c);
     polled.clear();
+    for (auto& [fd, deadline] : refused) ::close(fd);
+    refused.clear();
     for (auto& c : waiting) close_connection(*c);
     waiting.clear();
     pool->shutdown();

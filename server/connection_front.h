@@ -7,7 +7,8 @@
 //
 // Limits (each a `sinklm serve` flag, docs/serving.md "Connections"):
 //   - open connections in total and per client address: beyond them a new connection is answered
-//     503 with Retry-After and closed at once;
+//     503 with Retry-After, then what the client sends is read and dropped until it closes (at most 1 s,
+//     256 such connections at once) so that its request arriving later cannot reset the 503 away;
 //   - the request line and headers must arrive within header_timeout of the request's first byte, the body
 //     within body_timeout of the headers' end: otherwise 408 and the connection is closed;
 //   - a connection between requests (new, or kept alive) is closed silently after idle_timeout;

@@ -3,6 +3,9 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <cstdio>
+
+#include "core/error.h"
 
 namespace sinklm {
 
@@ -59,6 +62,10 @@ void GenerationWorker::run() {
     const auto start = std::chrono::steady_clock::now();
     try {
       engine_.step();
+    } catch (const StorageError& e) {  // a session log could not be appended (JobRunner::on_delta)
+      std::fprintf(stderr, "sinklm serve: storage: %s\n", e.what());
+      ++metrics_.storage_errors;
+      engine_.abort_all(e.full() ? GenerationFailure::StorageFull : GenerationFailure::StorageFailed, e.what());
     } catch (const std::exception& e) {
       engine_.abort_all(GenerationFailure::StepFailed, e.what());
     }

@@ -187,6 +187,7 @@ struct OpenAiServer::Impl {
     return {{"checkpoint", options.checkpoint},
             {"sink_mode", sink_mode_name(model.sink_mode)},
             {"sink_tokens", model.sink_count},
+            {"tokenizer", codec.description()},
             {"cache", {{"policy", policy->name()}, {"window", policy->budget()}, {"sinks", policy->sinks()},
                        {"recent", policy->recent_capacity()}, {"positions", position_rule_name(cache.positions)},
                        {"kv_dtype", kv_dtype_name(cache.kv_dtype)}}},
@@ -200,9 +201,10 @@ struct OpenAiServer::Impl {
       if (!api_key.accepts(req.get_header_value("Authorization")))
         throw RequestError(401, "invalid_api_key", "missing or wrong API key: send 'Authorization: Bearer <key>'");
       body();
+    } catch (const StorageError& e) {
+      reply_error(res, storage_failure(e));
     } catch (const RequestError& e) {
-      res.status = e.status;
-      res.set_content(dump(error_body(e.status, e.what(), e.code, e.param)), "application/json");
+      reply_error(res, e);
     } catch (const UserError& e) {
       res.status = 400;
       res.set_content(dump(error_body(400, e.what(), "invalid_request")), "application/json");
@@ -211,6 +213,19 @@ struct OpenAiServer::Impl {
       res.set_content(dump(error_body(500, str("internal error: ", e.what()), "internal_error")), "application/json");
     }
   }
+  void reply_error(httplib::Response& res, const RequestError& e) {
+    res.status = e.status;
+    if (e.status == 429 || e.status == 503) res.set_header("Retry-After", std::to_string(options.connections.retry_after_s));
+    res.set_content(dump(error_body(e.status, e.what(), e.code, e.param)), "application/json");
+  }
+
+  // The path and errno go to the log and a counter; the client learns only what it can act on.
+  RequestError storage_failure(const StorageError& e) {
+    std::fprintf(stderr, "sinklm serve: storage: %s\n", e.what());
+    ++metrics.storage_errors;
+    return storage_error(e.full());
+  }
+
   void guarded_get(const char* path, httplib::Server::Handler handler) {
     http.Get(path, [this, handler](const httplib::Request& req, httplib::Response& res) { guard(req, res, [&] { handler(req, res); }); });
   }
@@ -257,7 +272,10 @@ struct OpenAiServer::Impl {
           if (done) {
             try {
               jobs.finish_session(*job);
-            } catch (const std::exception& e) {  // the log could not be made durable (disk full, I/O error)
+            } catch (const StorageError& e) {  // the log could not be made durable (disk full, I/O error)
+              const RequestError answer = storage_failure(e);
+              events += "data: " + dump(error_body(answer.status, answer.what(), answer.code)) + "\n\n";
+            } catch (const std::exception& e) {
               events += "data: " + dump(error_body(500, e.what(), "session_not_durable")) + "\n\n";
             }
             if (job->include_usage) events += render.usage_event(*job, *progress);

@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cstdint>
+#include <string>
 
 namespace sinklm {
 namespace {
@@ -18,6 +19,38 @@ int hex_digit(char c) {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
+}
+
+// RFC 9110 5.6.2: token = 1*tchar, tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" /
+// "_" / "`" / "|" / "~" / DIGIT / ALPHA.
+bool is_token(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && std::string_view("!#$%&'*+-.^_`|~").find(c) == std::string_view::npos)
+      return false;
+  return true;
+}
+
+// RFC 9110 5.5: a field value holds visible characters, spaces and tabs, never NUL, CR, LF or another control.
+bool has_control(std::string_view s) {
+  for (char c : s)
+    if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f) return true;
+  return false;
+}
+
+// `s` for an error message: control bytes as \xNN, at most 64 characters.
+std::string printable(std::string_view s) {
+  std::string out;
+  for (char c : s.substr(0, 64)) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7f) {
+      out.push_back(c);
+    } else {
+      static const char* hex = "0123456789abcdef";
+      out += {'\\', 'x', hex[u >> 4], hex[u & 15]};
+    }
+  }
+  return out;
 }
 
 std::string_view trim(std::string_view s) {
@@ -136,9 +169,18 @@ RequestFrame frame_request(std::string_view bytes, const FrameLimits& limits) {
   while (line_start < end + 2) {
     const size_t eol = bytes.find("\r\n", line_start);
     const std::string_view line = bytes.substr(line_start, eol - line_start);
+    if (!line.empty() && (line.front() == ' ' || line.front() == '\t'))
+      return reject(frame, 400, "bad_header", "a folded header line (one that starts with whitespace; RFC 9112 5.2)");
     const size_t colon = line.find(':');
     if (colon == std::string_view::npos || colon == 0) return reject(frame, 400, "bad_request", "a header line without a name");
-    read_header(line.substr(0, colon), trim(line.substr(colon + 1)), body, frame.expects_continue);
+    const std::string_view name = line.substr(0, colon), value = trim(line.substr(colon + 1));
+    // RFC 9112 5.1: whitespace between a field name and its colon MUST be rejected (it is how requests are
+    // smuggled past a proxy that reads the name differently).
+    if (!is_token(name))
+      return reject(frame, 400, "bad_header", "header name '" + printable(name) + "' holds whitespace or a character a name may not");
+    if (has_control(value))
+      return reject(frame, 400, "bad_header", "header " + std::string(name) + "'s value holds a control character");
+    read_header(name, value, body, frame.expects_continue);
     line_start = eol + 2;
   }
   if (body.bad) return reject(frame, 400, "bad_request", "a Content-Length or Transfer-Encoding that cannot be read");

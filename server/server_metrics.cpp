@@ -45,6 +45,8 @@ std::string ServerMetrics::render(int64_t sessions_in_memory, int64_t sessions_o
   gauge("sinklm_prompt_tokens_total", "counter", "prompt tokens streamed into caches", prompt_tokens);
   gauge("sinklm_generated_tokens_total", "counter", "tokens generated", generated_tokens);
   gauge("sinklm_active_streams", "gauge", "generations in the running batch", active_streams);
+  gauge("sinklm_storage_errors_total", "counter",
+        "session files that could not be written or made durable (the server's log names each)", storage_errors);
   gauge("sinklm_kv_entries", "gauge", "KV entries held by active streams and loaded sessions",
         active_kv_entries + idle_kv_entries);
   gauge("sinklm_kv_bytes", "gauge", "K/V storage bytes of active streams and loaded sessions, all layers and heads",

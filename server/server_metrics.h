@@ -25,7 +25,7 @@ class LatencyHistogram {
 
 struct ServerMetrics {
   std::atomic<int64_t> prompt_tokens{0}, generated_tokens{0}, active_streams{0}, active_kv_entries{0},
-      active_kv_bytes{0};
+      active_kv_bytes{0}, storage_errors{0};
   LatencyHistogram step_seconds;     // one batched forward pass = one token of every decoding stream
   LatencyHistogram request_seconds;  // whole completion requests
   void count_response(const std::string& path, int status);

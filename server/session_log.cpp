@@ -67,9 +67,9 @@ SessionLog::SessionLog(std::string path) : path_(std::move(path)) {
   const size_t end = scan_records(bytes, path_, [&](const char*, uint32_t count) { tokens_ += count; });
   torn_bytes_ = static_cast<int64_t>(bytes.size() - end);
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd_ < 0) fail(path_, ": cannot open for appending: ", errno_text());
+  if (fd_ < 0) fail_storage(errno, path_, ": cannot open for appending: ", errno_text());
   if (torn_bytes_ > 0 && (::ftruncate(fd_, end) != 0 || ::fsync(fd_) != 0))
-    fail(path_, ": cannot cut the torn tail: ", errno_text());
+    fail_storage(errno, path_, ": cannot cut the torn tail: ", errno_text());
   if (::lseek(fd_, 0, SEEK_END) < 0) fail(path_, ": seek failed: ", errno_text());
   written_ = synced_ = end;
 }
@@ -94,7 +94,7 @@ void SessionLog::append(const std::vector<int64_t>& ids) {
   for (size_t done = 0; done < record.size();) {  // one write(2) in practice; a short write continues it
     const ssize_t n = ::write(fd_, record.data() + done, record.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) fail(path_, ": append failed: ", errno_text(), " (is the disk full?)");
+    if (n <= 0) fail_storage(n < 0 ? errno : ENOSPC, path_, ": append failed: ", n < 0 ? errno_text() : "no room", " (is the disk full?)");
     done += static_cast<size_t>(n);
   }
   written_ += record.size();
@@ -109,7 +109,7 @@ void SessionLog::sync() {
     if (synced_ >= written_) return;
     target = written_;
   }
-  if (::fdatasync(fd_) != 0) fail(path_, ": fsync failed: ", errno_text());
+  if (::fdatasync(fd_) != 0) fail_storage(errno, path_, ": fsync failed: ", errno_text());
   std::lock_guard<std::mutex> lock(mutex_);
   synced_ = std::max(synced_, target);
 }

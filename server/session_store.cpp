@@ -81,10 +81,16 @@ std::string SessionStore::create() {
   auto session = std::make_shared<Session>();
   do session->id = random_id();
   while (known_.count(session->id) || fs::exists(path_of(session->id)));
-  fs::create_directories(path_of(session->id));
-  SessionLog::create(log_path(session->id));
-  fsync_directory(dir_);
-  session->log = std::make_unique<SessionLog>(log_path(session->id));
+  try {
+    fs::create_directories(path_of(session->id));
+    SessionLog::create(log_path(session->id));
+    fsync_directory(dir_);
+    session->log = std::make_unique<SessionLog>(log_path(session->id));
+  } catch (...) {  // a full disk: leave no half-made session for the next start to trip over
+    std::error_code ignored;
+    fs::remove_all(path_of(session->id), ignored);
+    throw;
+  }
   session->stream = new_stream();
   session->last_used = ++clock_;
   known_[session->id] = true;

@@ -67,7 +67,7 @@ Trainer::Trainer(Config config, std::string run_dir, bool resume, const Distribu
   if (options_.seq_len > model_config_.max_position_embeddings)
     fail(config_.source(), ": train.seq_len (", options_.seq_len, ") exceeds model.max_position_embeddings (",
          model_config_.max_position_embeddings, ")");
-  tokenizer_files(config_.get_string("data.tokenizer"));  // a wrong path fails now, not at the first checkpoint
+  tokenizer_files_ = run_tokenizer_files(config_);  // a wrong tokenizer fails now, not at the first checkpoint
   int threads = options_.threads > 0 ? options_.threads
                                      : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / context.local_size());
   torch::set_num_threads(threads);
@@ -275,7 +275,7 @@ void Trainer::save_checkpoint(int64_t steps_done) {
                             {"loader", nlohmann::json::parse(loader_->cursor().to_json())}};
     writer->add_file("trainer_state.json",
                      [&](const std::string& path) { write_file_durable(path, state.dump(2) + "\n"); });
-    add_tokenizer_files(*writer, config_.get_string("data.tokenizer"));
+    add_tokenizer_files(*writer, tokenizer_files_);
     for (const auto& file : reduction_->optimizer_files()) writer->adopt_file(file);
     writer->commit();
     prune_checkpoints(run_dir_, options_.keep_checkpoints);

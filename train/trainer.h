@@ -62,6 +62,7 @@ class Trainer {
 
   Config config_;
   std::string run_dir_;
+  std::vector<std::string> tokenizer_files_;  // copied into every checkpoint (run_tokenizer_files)
   TrainOptions options_;
   ModelConfig model_config_;
   torch::Device device_;

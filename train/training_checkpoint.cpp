@@ -10,6 +10,9 @@
 
 #include "core/atomic_dir.h"
 #include "core/error.h"
+#include "data/io/read_file.h"
+#include "data/shards/shard_directory.h"
+#include "data/tokenizers/tokenizer_files.h"
 #include "model/checkpoint.h"
 #include "model/safetensors.h"
 
@@ -102,21 +105,21 @@ OptimizerState read_optimizer_state(const std::string& checkpoint_dir, int64_t f
   return state;
 }
 
-std::vector<std::string> tokenizer_files(const std::string& tokenizer) {
-  if (tokenizer.empty()) return {};
-  if (!fs::exists(tokenizer)) fail("data.tokenizer ", tokenizer, ": no such file");
-  std::vector<std::string> files = {tokenizer};
-  if (fs::path(tokenizer).filename() == "vocab.json") files.push_back((fs::path(tokenizer).parent_path() / "merges.txt").string());
+std::vector<std::string> run_tokenizer_files(const Config& config) {
+  const ShardTokenizer shards = read_shard_tokenizer(config.get_string("data.shards"));
+  const std::string named = config.get_string("data.tokenizer");
+  if (named.empty()) return shards.files;
+  std::vector<std::string> files = tokenizer_files(named, config.source() + ": data.tokenizer");
+  if (!shards.files.empty() && tokenizer_sha256(files) != shards.sha256)
+    fail(config.source(), ": data.tokenizer ", named, " is not the tokenizer data.shards ", config.get_string("data.shards"),
+         " was made with (", shards.description, "; sha256 differs); drop data.tokenizer to use the shards' copy");
   return files;
 }
 
-void add_tokenizer_files(CheckpointWriter& writer, const std::string& tokenizer) {
-  for (const auto& file : tokenizer_files(tokenizer)) {
-    writer.add_file(fs::path(file).filename().string(), [&](const std::string& path) {
-      std::ifstream in(file, std::ios::binary);
-      if (!in) fail(file, ": cannot read");
-      write_file_durable(path, std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
-    });
+void add_tokenizer_files(CheckpointWriter& writer, const std::vector<std::string>& files) {
+  for (const auto& file : files) {
+    writer.add_file(fs::path(file).filename().string(),
+                    [&](const std::string& path) { write_file_durable(path, read_file(file)); });
   }
 }
 

@@ -22,6 +22,7 @@
 
 #include <vector>
 
+#include "core/config.h"
 #include "model/checkpoint.h"
 
 namespace sinklm {
@@ -44,10 +45,12 @@ OptimizerState read_optimizer_state(const std::string& checkpoint_dir, int64_t f
 
 nlohmann::json read_trainer_state(const std::string& checkpoint_dir);
 
-// The files of the tokenizer named by data.tokenizer (vocab.json brings its merges.txt); UserError if it is
-// missing. They travel inside every checkpoint, so `sinklm stream`/`serve`/`eval` find them there.
-std::vector<std::string> tokenizer_files(const std::string& tokenizer);
+// The tokenizer files every checkpoint of the run carries, so `sinklm stream`/`serve`/`eval` find them there:
+// data.tokenizer's (vocab.json brings its merges.txt), else the copy in data.shards (manifest
+// "tokenizer_files"); empty when neither names one (bytes). UserError when data.tokenizer is missing or is not
+// the tokenizer the shards were made with (their sha256 differ).
+std::vector<std::string> run_tokenizer_files(const Config& config);
 // Copies those files into a checkpoint being written.
-void add_tokenizer_files(CheckpointWriter& writer, const std::string& tokenizer);
+void add_tokenizer_files(CheckpointWriter& writer, const std::vector<std::string>& files);
 
 }  // namespace sinklm

@@ -7,13 +7,13 @@
 
 #include "core/atomic_dir.h"
 #include "core/error.h"
-#include "core/sha256.h"
 #include "data/prepare/document_reader.h"
 #include "data/prepare/document_record.h"
 #include "data/prepare/prepare_unit.h"
 #include "data/io/read_file.h"
 #include "data/shards/shard_directory.h"
 #include "data/shards/token_shard.h"
+#include "data/tokenizers/tokenizer_files.h"
 
 namespace fs = std::filesystem;
 
@@ -59,11 +59,9 @@ ShardJob::ShardJob(ShardJobOptions options, int rank, int world_size)
   files_ = expand_inputs(options_.inputs, InputOptions{options_.text_blocks});
   for (const InputFile& f : files_) total_disk_bytes_ += f.disk_bytes;
   units_ = plan_work_units(files_, options_.unit_bytes);
+  tokenizer_files_ = tokenizer_files(options_.tokenizer_path, "--tokenizer");
   tokenizer_ = load_tokenizer(options_.tokenizer_path);
-  const std::string tokenizer_file =
-      fs::is_directory(options_.tokenizer_path) ? "" : options_.tokenizer_path;  // a directory: hash by description
-  tokenizer_sha256_ = tokenizer_file.empty() ? sha256_bytes(tokenizer_->description().data(), tokenizer_->description().size())
-                                             : sha256_file(tokenizer_file);
+  tokenizer_sha256_ = tokenizer_sha256(tokenizer_files_);
   splitter_ = std::make_unique<HashSplitter>(options_.seed, resolve_fractions());
 }
 
@@ -204,8 +202,12 @@ nlohmann::json ShardJob::finish() {
   for (const InputFile& f : files_) inputs.push_back(f.path);
   const uint32_t vocab = tokenizer_->vocab_size();
   nlohmann::json fractions_json = {{"validation", fractions().validation}, {"test", fractions().test}};
+  nlohmann::json copies = nlohmann::json::array();
+  for (const auto& copy : copy_tokenizer_files(tokenizer_files_, staging_dir() + "/tokenizer"))
+    copies.push_back("tokenizer/" + fs::path(copy).filename().string());
   nlohmann::json manifest = {{"format", "sinklm-shards"}, {"format_version", kTokenShardVersion},
-                             {"tokenizer", tokenizer_->description()}, {"vocab_size", vocab},
+                             {"tokenizer", tokenizer_->description()}, {"tokenizer_files", copies},
+                             {"tokenizer_sha256", tokenizer_sha256_}, {"vocab_size", vocab},
                              {"end_of_text_id", tokenizer_->end_of_text_id()},
                              {"bytes_per_token", token_bytes_for_vocab(vocab)}, {"inputs", inputs},
                              {"seed", options_.seed}, {"split_fractions", fractions_json}, {"splits", splits}};

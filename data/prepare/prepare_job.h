@@ -75,6 +75,7 @@ class ShardJob {
   std::vector<InputFile> files_;
   std::vector<WorkUnit> units_;
   std::unique_ptr<Tokenizer> tokenizer_;
+  std::vector<std::string> tokenizer_files_;  // copied into <out>/tokenizer/ (tokenizer_files.h)
   std::string tokenizer_sha256_;
   std::unique_ptr<HashSplitter> splitter_;
   uint64_t total_disk_bytes_ = 0;

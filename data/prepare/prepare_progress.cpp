@@ -63,15 +63,6 @@ ProgressTotals ProgressMonitor::finish() {
   return totals_;
 }
 
-std::string with_thousands(uint64_t n) {
-  std::string digits = std::to_string(n), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
-    out.push_back(digits[i]);
-  }
-  return out;
-}
-
 std::string human_bytes(double bytes) {
   char out[32];
   if (bytes < 1e6) std::snprintf(out, sizeof(out), "%.0f kB", bytes / 1e3);
@@ -85,18 +76,14 @@ std::string progress_line(const ProgressTotals& t, double total_disk_bytes, doub
   const double done = total_disk_bytes > 0 ? t.disk_bytes / total_disk_bytes : 1.0;
   const double worked = t.disk_bytes - t.skipped_disk_bytes;
   const double rate_disk = seconds > 0 ? worked / seconds : 0;
-  char eta[32] = "-";
-  if (rate_disk > 0 && done < 1) {
-    const long remaining = std::lround((total_disk_bytes - t.disk_bytes) / rate_disk);
-    std::snprintf(eta, sizeof(eta), "%ld:%02ld:%02ld", remaining / 3600, remaining / 60 % 60, remaining % 60);
-  } else if (done >= 1) {
-    std::snprintf(eta, sizeof(eta), "0:00:00");
-  }
+  const std::string eta = done >= 1            ? clock_time(0)
+                          : rate_disk > 0 ? clock_time((total_disk_bytes - t.disk_bytes) / rate_disk)
+                                          : "-";
   char line[256];
   std::snprintf(line, sizeof(line), "[prepare shards] %.1f%% of %s | %.1f MB/s, %.2fM tokens/s | %s documents, %s bad lines | ETA %s",
                 100 * done, human_bytes(total_disk_bytes).c_str(), seconds > 0 ? t.input_bytes / 1e6 / seconds : 0.0,
                 seconds > 0 ? t.tokens / 1e6 / seconds : 0.0, with_thousands(static_cast<uint64_t>(t.documents)).c_str(),
-                with_thousands(static_cast<uint64_t>(t.bad_lines)).c_str(), eta);
+                with_thousands(static_cast<uint64_t>(t.bad_lines)).c_str(), eta.c_str());
   return line;
 }
 

@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/progress_meter.h"  // with_thousands, clock_time
+
 namespace sinklm {
 
 struct PrepareCounters {
@@ -68,8 +70,6 @@ class ProgressMonitor {
   std::thread thread_;
 };
 
-// "1,234,567"
-std::string with_thousands(uint64_t n);
 // "512 kB", "3.1 MB", "2.15 GB", "1.20 TB"
 std::string human_bytes(double bytes);
 

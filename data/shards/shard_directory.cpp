@@ -1,10 +1,12 @@
 #include "data/shards/shard_directory.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "data/io/read_file.h"
+#include "data/tokenizers/tokenizer_files.h"
 
 namespace sinklm {
 
@@ -16,16 +18,44 @@ std::string shard_file_name(Split split, size_t unit, size_t index) {
 
 std::string shard_manifest_path(const std::string& dir) { return dir + "/manifest.json"; }
 
-std::vector<TokenShard> open_split_shards(const std::string& dir, Split split) {
-  const std::string manifest_path = shard_manifest_path(dir);
+namespace {
+
+nlohmann::json read_manifest(const std::string& manifest_path) {
   nlohmann::json manifest;
   try {
     manifest = nlohmann::json::parse(read_file(manifest_path));
   } catch (const nlohmann::json::exception& e) {
     fail(manifest_path, ": not valid JSON: ", e.what());
   }
-  if (manifest.value("format", "") != "sinklm-shards")
+  if (!manifest.is_object() || manifest.value("format", "") != "sinklm-shards")
     fail(manifest_path, ": not a token shard manifest (format is not \"sinklm-shards\"); run `sinklm prepare shards`");
+  return manifest;
+}
+
+}  // namespace
+
+ShardTokenizer read_shard_tokenizer(const std::string& dir) {
+  const std::string manifest_path = shard_manifest_path(dir);
+  const nlohmann::json manifest = read_manifest(manifest_path);
+  ShardTokenizer t;
+  try {
+    t.description = manifest.value("tokenizer", "");
+    for (const auto& name : manifest.value("tokenizer_files", nlohmann::json::array()))
+      t.files.push_back(dir + "/" + name.get<std::string>());
+    if (!t.files.empty()) t.sha256 = manifest.at("tokenizer_sha256").get<std::string>();
+  } catch (const nlohmann::json::exception& e) {
+    fail(manifest_path, ": tokenizer_files/tokenizer_sha256: ", e.what());
+  }
+  for (const auto& file : t.files)
+    if (!std::filesystem::exists(file)) fail(manifest_path, ": lists tokenizer file ", file, ", which is missing");
+  if (!t.files.empty() && tokenizer_sha256(t.files) != t.sha256)
+    fail(dir, "/tokenizer: its files' sha256 is not the manifest's tokenizer_sha256 (changed after `prepare shards`?)");
+  return t;
+}
+
+std::vector<TokenShard> open_split_shards(const std::string& dir, Split split) {
+  const std::string manifest_path = shard_manifest_path(dir);
+  const nlohmann::json manifest = read_manifest(manifest_path);
   const nlohmann::json names = manifest["splits"][split_name(split)].value("shards", nlohmann::json::array());
   if (names.empty()) fail(manifest_path, ": no shards for split '", split_name(split), "'");
   std::vector<TokenShard> shards;

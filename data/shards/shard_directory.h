@@ -1,6 +1,9 @@
 // A directory of token shards (written by `sinklm prepare shards`, data/prepare/prepare_job.h):
 //   <dir>/<split>-<unit>-<k>.bin   token shards (format: token_shard.h), documents never cross shards
+//   <dir>/tokenizer/               a copy of the tokenizer's files (data/tokenizers/tokenizer_files.h)
 //   <dir>/manifest.json            {"format": "sinklm-shards", "format_version": 1, "tokenizer": description,
+//                                   "tokenizer_files": ["tokenizer/<name>", ...] ([] for bytes; absent in
+//                                   directories written before the copy), "tokenizer_sha256",
 //                                   "vocab_size", "end_of_text_id", "bytes_per_token", "inputs": [paths], "seed",
 //                                   "split_fractions": {"validation", "test"},
 //                                   "splits": {"train": {"shards": [file names], "tokens", "documents"}, ...},
@@ -23,5 +26,15 @@ std::string shard_manifest_path(const std::string& dir);
 // The shards of one split, opened (memory-mapped) in manifest order. UserError naming the manifest when it
 // is missing, malformed or lists no shard for the split, and naming a shard that fails its checks.
 std::vector<TokenShard> open_split_shards(const std::string& dir, Split split);
+
+// The tokenizer the shards were made with, as copied into the directory; `files` empty when the manifest
+// names none (bytes, or a directory written before the copy). UserError when a listed copy is missing or its
+// sha256 is not the manifest's.
+struct ShardTokenizer {
+  std::vector<std::string> files;  // paths inside `dir`
+  std::string sha256;
+  std::string description;
+};
+ShardTokenizer read_shard_tokenizer(const std::string& dir);
 
 }  // namespace sinklm

@@ -62,10 +62,16 @@ std::string find_tokenizer_file(const std::string& dir) {
 std::unique_ptr<TextCodec> load_text_codec(const std::string& tokenizer_path, const std::string& checkpoint_dir,
                                            int64_t tokenizer_vocab_size) {
   const std::string path = tokenizer_path.empty() ? find_tokenizer_file(checkpoint_dir) : tokenizer_path;
-  if (path.empty()) {
+  if (path.empty() || path == "bytes") {
     if (tokenizer_vocab_size < 256)
       fail("no tokenizer: ", checkpoint_dir, " has none and the model's vocabulary (", tokenizer_vocab_size,
            ") is too small for bytes; pass --tokenizer PATH or token ids (--ids)");
+    // A model with more ids than bytes was trained with a tokenizer: reading its ids as bytes would score at
+    // chance and reply in gibberish, so that takes an explicit --tokenizer bytes.
+    if (path.empty() && tokenizer_vocab_size > 256)
+      fail("no tokenizer: ", checkpoint_dir, " holds none and its model has ", tokenizer_vocab_size,
+           " token ids, more than bytes' 256; pass --tokenizer PATH (the tokenizer it was trained with), "
+           "or --tokenizer bytes to read ids as bytes anyway");
     return std::make_unique<ByteCodec>();
   }
   auto tokenizer = load_tokenizer(path);

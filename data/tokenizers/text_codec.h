@@ -24,8 +24,9 @@ class TextCodec {
 std::string find_tokenizer_file(const std::string& dir);
 
 // `tokenizer_path` empty: a tokenizer file found in `checkpoint_dir` (tokenizer.json, vocab.json,
-// tokenizer.model, *.tiktoken), else bytes. UserError when the tokenizer's ids do not fit the model's
-// `tokenizer_vocab_size` (ModelConfig::tokenizer_vocab_size).
+// tokenizer.model, *.tiktoken), else bytes for a byte model (`tokenizer_vocab_size` 256); "bytes": bytes.
+// UserError when the tokenizer's ids do not fit the model's `tokenizer_vocab_size`
+// (ModelConfig::tokenizer_vocab_size), and when none is found for a model with more ids than bytes.
 std::unique_ptr<TextCodec> load_text_codec(const std::string& tokenizer_path, const std::string& checkpoint_dir,
                                            int64_t tokenizer_vocab_size);
 

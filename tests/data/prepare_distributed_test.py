@@ -28,8 +28,12 @@ def run(cmd, expect=0):
     return sinklm_test.run(cmd, expect=expect, env=ENV, timeout=300)
 
 
+def files_under(root):
+    return sorted(os.path.relpath(os.path.join(d, n), root) for d, _, names in os.walk(root) for n in names)
+
+
 def same_directory(a, b):
-    names_a, names_b = sorted(os.listdir(a)), sorted(os.listdir(b))
+    names_a, names_b = files_under(a), files_under(b)
     if names_a != names_b:
         return f"file names differ: {sorted(set(names_a) ^ set(names_b))[:5]}"
     _, mismatch, errors = filecmp.cmpfiles(a, b, names_a, shallow=False)

@@ -60,7 +60,7 @@ struct ByteModel {  // a tiny random model with a byte vocabulary
   GPTNeoXForCausalLM model = random_tiny_model("token", {"model.vocab_size=264", "model.tokenizer_vocab_size=260",
                                                           "model.eos_token_id=259"});
   CachedDecoder decoder{model};
-  std::unique_ptr<TextCodec> codec = load_text_codec("", "", model->config().tokenizer_vocab_size);
+  std::unique_ptr<TextCodec> codec = load_text_codec("bytes", "", model->config().tokenizer_vocab_size);
   std::shared_ptr<const KvCachePolicy> policy = policy_of("sink_window", 16, -1, model->config());
 
   DecoderStream stream() {

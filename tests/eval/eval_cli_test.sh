@@ -12,28 +12,28 @@ small=(--set model.num_layers=2 --set model.hidden_size=64 --set model.intermedi
 "$bin" init --config "$src/configs/tiny-sink.yaml" --out "$work/sink" "${small[@]}" --set model.init_seed=7 >/dev/null || exit 1
 
 expect "eval all fixture tasks (bytes)" 0 "\| winogrande \| acc \(%\) \|" -- \
-  "$bin" eval --checkpoint "$work/vanilla" --tasks all --data "$fixtures" --out "$work/a.json"
+  "$bin" eval --tokenizer bytes --checkpoint "$work/vanilla" --tasks all --data "$fixtures" --out "$work/a.json"
 expect "results markdown beside the JSON" 0 "lambada_openai \| perplexity" -- cat "$work/a.md"
 expect "results JSON lists metric, value, stderr, n" 0 '"metric": "acc_norm"' -- cat "$work/a.json"
 expect "sink model evaluates with --limit" 0 "\| piqa \| acc \(%\) \|.*\| 2 \|" -- \
-  "$bin" eval --checkpoint "$work/sink" --tasks piqa,arc_easy --data "$fixtures" --limit 2 --out "$work/b.json"
+  "$bin" eval --tokenizer bytes --checkpoint "$work/sink" --tasks piqa,arc_easy --data "$fixtures" --limit 2 --out "$work/b.json"
 expect "--compare prints both runs and differences" 0 "\| piqa \| acc \(%\) \| [0-9.]+ \| [0-9.]+ \| [-+][0-9.]+ \|" -- \
   "$bin" eval --compare "$work/a.json" "$work/b.json"
 expect "--compare marks tasks only one run has" 0 "\| winogrande \| acc \(%\) \| [0-9.]+ \| - \| - \| - \|" -- \
   "$bin" eval --compare "$work/a.json" "$work/b.json"
 
 expect "unknown task lists the known ones" 2 "unknown task 'arc-easy' \(known: arc_challenge, arc_easy" -- \
-  "$bin" eval --checkpoint "$work/vanilla" --tasks arc-easy --data "$fixtures"
+  "$bin" eval --tokenizer bytes --checkpoint "$work/vanilla" --tasks arc-easy --data "$fixtures"
 expect "missing task file names the path" 2 "nowhere/piqa.jsonl: cannot open task file" -- \
-  "$bin" eval --checkpoint "$work/vanilla" --tasks piqa --data "$work/nowhere"
+  "$bin" eval --tokenizer bytes --checkpoint "$work/vanilla" --tasks piqa --data "$work/nowhere"
 mkdir -p "$work/bad"; printf '{"sentence": "no blank here", "option1": "a", "option2": "b", "answer": "1"}\n' >"$work/bad/winogrande.jsonl"
 expect "malformed document names file:line" 2 "winogrande.jsonl:1: 'sentence' has no '_' blank" -- \
-  "$bin" eval --checkpoint "$work/vanilla" --tasks winogrande --data "$work/bad"
+  "$bin" eval --tokenizer bytes --checkpoint "$work/vanilla" --tasks winogrande --data "$work/bad"
 expect "--compare of a non-results file" 2 "not a sinklm eval results file" -- "$bin" eval --compare "$work/a.json" "$work/sink/config.json"
 
 # The official sets ship inside the binary: a copy of it elsewhere, run from /, needs no --data and no tree.
 mkdir -p "$work/bin" && cp "$bin" "$work/bin/sinklm"
-official() { (cd / && "$work/bin/sinklm" eval "$@"); }
+official() { (cd / && "$work/bin/sinklm" eval --tokenizer bytes "$@"); }
 official --checkpoint "$work/vanilla" --tasks all --limit 3 --out "$work/off3.json" >"$work/off3.out" 2>&1
 expect "--tasks all without --data scores the seven official sets" 0 "^7 tasks, 13 rows$" -- bash -c \
   "rows=\$(grep '| official, first 3 of [0-9]* |\$' '$work/off3.out'); echo \$(cut -d'|' -f2 <<<\"\$rows\" | sort -u | wc -l) tasks, \$(wc -l <<<\"\$rows\") rows"
@@ -46,7 +46,7 @@ expect "hellaswag is labelled as llama.cpp's text form" 0 \
 expect "the table says what the llama.cpp text form is" 0 "^\*llama.cpp text form\*: HellaSwag as llama.cpp's" -- cat "$work/off3.md"
 expect "a task with no official copy asks for --data" 2 \
   "proxy_hellaswag: sinklm ships no official copy.*give --data DIR holding proxy_hellaswag.jsonl" -- \
-  "$bin" eval --checkpoint "$work/vanilla" --tasks proxy_hellaswag
+  "$bin" eval --tokenizer bytes --checkpoint "$work/vanilla" --tasks proxy_hellaswag
 "$py" - "$work/bin/sinklm" "$src/eval/benchmarks/piqa.jsonl.gz" "$work/bin/sinklm-damaged" <<'PY'
 import os, sys
 binary, blob = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read()
@@ -59,7 +59,7 @@ os.chmod(sys.argv[3], 0o755)
 PY
 expect "a damaged embedded set is an error naming the file" 2 \
   "eval/benchmarks/piqa.jsonl.gz \(embedded in sinklm\): corrupt gzip data.*restore eval/benchmarks/ with git and rebuild" -- \
-  "$work/bin/sinklm-damaged" eval --checkpoint "$work/vanilla" --tasks piqa --limit 1
+  "$work/bin/sinklm-damaged" eval --tokenizer bytes --checkpoint "$work/vanilla" --tasks piqa --limit 1
 
 # Paired comparison on the same documents: B - A, its paired SE (checked against the per-document values
 # here) and whether it exceeds 2 SE; different documents are not paired.
@@ -94,25 +94,25 @@ expect "build-tasks is deterministic" 0 "^same$" -- bash -c "diff -r '$work/prox
 expect "another seed changes the tasks" 1 "differ" -- diff -rq "$work/proxy1" "$work/proxy3"
 expect "proxy tasks never use the train split" 0 "^absent$" -- bash -c "grep -rq 'never used' '$work/proxy1' || echo absent"
 expect "proxy tasks are labelled in the table" 0 "proxy_hellaswag \*\(proxy\)\*.*" -- \
-  "$bin" eval --checkpoint "$work/vanilla" --tasks proxy_lambada,proxy_hellaswag,proxy_definitions --data "$work/proxy1"
+  "$bin" eval --tokenizer bytes --checkpoint "$work/vanilla" --tasks proxy_lambada,proxy_hellaswag,proxy_definitions --data "$work/proxy1"
 expect "empty held-out splits are an error" 2 "yield no proxy task documents" -- \
   bash -c "mkdir -p '$work/empty' && : >'$work/empty/validation.jsonl' && : >'$work/empty/test.jsonl' && '$bin' eval build-tasks --corpus '$work/empty' --out '$work/p'"
 
 expect "analyze a token-sink model" 0 "\| layer \| mean mass on sink token" -- \
-  "$bin" analyze --checkpoint "$work/sink" --text "$src/README.md" --out "$work/an" --tokens 64 --segments 2
+  "$bin" analyze --tokenizer bytes --checkpoint "$work/sink" --text "$src/README.md" --out "$work/an" --tokens 64 --segments 2
 "$bin" init --config "$src/configs/tiny.yaml" --out "$work/logit" "${small[@]}" --set model.sink.mode=logit >/dev/null || exit 1
 expect "analyze a sink-logit model reports the implicit sink" 0 "\| layer \| mean mass on sink column \| largest head \| head \| mean mass on position 0 \|" -- \
-  "$bin" analyze --checkpoint "$work/logit" --text "$src/README.md" --out "$work/an-logit" --tokens 32 --segments 1
+  "$bin" analyze --tokenizer bytes --checkpoint "$work/logit" --text "$src/README.md" --out "$work/an-logit" --tokens 32 --segments 1
 expect "heads.json of a logit model has implicit_sink" 0 '"implicit_sink"' -- cat "$work/an-logit/heads.json"
 expect "analyze a vanilla model: the sink is position 0" 0 "\| layer \| mean mass on position 0 \| largest head \| head \|$" -- \
-  "$bin" analyze --checkpoint "$work/vanilla" --text "$src/README.md" --out "$work/an-vanilla" --tokens 32 --segments 1
+  "$bin" analyze --tokenizer bytes --checkpoint "$work/vanilla" --text "$src/README.md" --out "$work/an-vanilla" --tokens 32 --segments 1
 expect "analyze writes PNGs" 0 "^3$" -- bash -c "ls '$work/an'/*.png | wc -l"
 expect "PNG signature" 0 "PNG" -- head -c 4 "$work/an/sink_mass.png"
 expect "heads.json has per-head sink mass" 0 '"sink_token"' -- cat "$work/an/heads.json"
 printf 'too short' >"$work/short.txt"
 expect "analyze rejects too little text" 2 "short.txt: 9 tokens, fewer than one segment of 64" -- \
-  "$bin" analyze --checkpoint "$work/vanilla" --text "$work/short.txt" --out "$work/an2" --tokens 64
+  "$bin" analyze --tokenizer bytes --checkpoint "$work/vanilla" --text "$work/short.txt" --out "$work/an2" --tokens 64
 expect "analyze rejects a bad layer" 2 "--layers: '9' is not a layer index in \[0, 2\)" -- \
-  "$bin" analyze --checkpoint "$work/vanilla" --text "$src/README.md" --out "$work/an3" --layers 0,9
+  "$bin" analyze --tokenizer bytes --checkpoint "$work/vanilla" --text "$src/README.md" --out "$work/an3" --layers 0,9
 
 expect_summary

@@ -1,4 +1,4 @@
-// The API key check: only `Authorization: Bearer <key>`, the exact key.
+// The API key check: only `Authorization: Bearer <key>`, the exact key; the scheme case-insensitive (RFC 9110 11.1).
 #include <gtest/gtest.h>
 
 #include "server/api_key.h"
@@ -12,6 +12,14 @@ TEST(ApiKey, AcceptsOnlyTheExactKeyAsABearerToken) {
   for (const char* wrong : {"", "Bearer ", "Bearer s3cret-ke", "Bearer s3cret-key ", "Bearer s3cret-keyx",
                             "Bearer S3cret-key", "s3cret-key", "Basic s3cret-key", "Bearers3cret-key",
                             "Token s3cret-key", " Bearer s3cret-key"})
+    EXPECT_FALSE(key.accepts(wrong)) << "'" << wrong << "'";
+}
+
+TEST(ApiKey, TheSchemeIsCaseInsensitiveAndSpacesMaySeparateIt) {
+  const ApiKey key("s3cret-key");
+  for (const char* right : {"bearer s3cret-key", "BEARER s3cret-key", "bEaReR s3cret-key", "Bearer   s3cret-key"})
+    EXPECT_TRUE(key.accepts(right)) << "'" << right << "'";
+  for (const char* wrong : {"bearer", "bearer ", "bearer\ts3cret-key", "Bearerx s3cret-key", "earer s3cret-key"})
     EXPECT_FALSE(key.accepts(wrong)) << "'" << wrong << "'";
 }
 

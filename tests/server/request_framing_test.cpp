@@ -64,5 +64,29 @@ TEST(RequestFraming, RequestsThatCanNeverBeServedAreRejectedEarly) {
   EXPECT_EQ(status("POST / HTTP/1.1\r\nContent-Length: 100\r\n\r\n"), 0);  // at the limit: fine
 }
 
+// RFC 9112 5.1 / RFC 9110 5.5: a field name is a token (no whitespace before the colon, no folded line), and a
+// field value holds no control character but a tab.
+TEST(RequestFraming, HeaderNamesAndValuesFollowTheRfcs) {
+  auto frame = [](const std::string& header_line) {
+    return frame_request("GET / HTTP/1.1\r\nHost: x\r\n" + header_line + "\r\n\r\n", kLimits);
+  };
+  auto code = [&](const std::string& header_line) {
+    const RequestFrame f = frame(header_line);
+    return f.kind == Kind::rejected ? f.status : 0;
+  };
+  EXPECT_EQ(frame("Authorization : Bearer k").code, "bad_header");
+  EXPECT_EQ(frame(std::string("X-Note: a\0b", 12)).code, "bad_header");
+  EXPECT_EQ(frame("X-Note: one\r\n two").code, "bad_header");
+  for (const std::string bad : {"Authorization : Bearer k", "X-Note\t: one", "X Note: one", "X-Note: one\r\n two",
+                                "X-Note: one\r\n\ttwo", "X(Note): one"})
+    EXPECT_EQ(code(bad), 400) << bad;
+  for (const std::string bad : {std::string("X-Note: a\0b", 12), std::string("X-Note: a\x01b"), std::string("X-Note: a\x7f"),
+                                std::string("X-Note: a\rb")})
+    EXPECT_EQ(code(bad), 400) << bad.size();
+  for (const std::string fine : {"X-Note: a\tb", "X-Note:", "X-Note:   spaced   ", "x-!#$%&'*+.^_`|~: 1",
+                                 "X-Note: caf\xc3\xa9"})
+    EXPECT_EQ(code(fine), 0) << fine;
+}
+
 }  // namespace
 }  // namespace sinklm
