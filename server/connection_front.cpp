@@ -221,17 +221,20 @@ struct ConnectionFront::Impl {
       refused.emplace(fd, Clock::now() + kRefusedLinger);
       return drain_refused(fd);
     }
-    char drop[4096];
-    while (::recv(fd, drop, sizeof drop, MSG_DONTWAIT) > 0) {}  // what already arrived would turn close into a reset
+    drop_arrived(fd);  // what already arrived would turn the close into a reset
     ::close(fd);
   }
 
-  // Reads and drops what a refused client sent; closes once it has closed its side (or on an error).
-  void drain_refused(int fd) {
+  // Reads and drops what has arrived; false once the client closed its side (or on an error).
+  static bool drop_arrived(int fd) {
     char drop[4096];
     ssize_t n;
     while ((n = ::recv(fd, drop, sizeof drop, MSG_DONTWAIT)) > 0) {}
-    if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) close_refused(fd);
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
+  }
+
+  void drain_refused(int fd) {
+    if (!drop_arrived(fd)) close_refused(fd);
   }
 
   void close_refused(int fd) {

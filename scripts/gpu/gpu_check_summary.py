@@ -102,7 +102,8 @@ if cpu and cuda:
 summary["decode_cuda"] = {k: load_json(f"decode_cuda_{k}.json") for k in (1, 16, 64)}
 # Two ranks on one GPU: NCCL cannot; what matters is that sinklm refuses it with the hint, before NCCL fails.
 two = os.path.join(logs, "tiny_cuda_2proc.log")
-summary["two_ranks_one_gpu"] = ("trained" if stages.get("tiny_cuda_2proc", {}).get("ok") else
+summary["two_ranks_one_gpu"] = ("not run" if "tiny_cuda_2proc" not in stages else  # left out by --stages
+                                "trained" if stages["tiny_cuda_2proc"]["ok"] else
                                 "refused with the one-GPU-per-rank hint" if os.path.exists(two) and
                                 "one GPU per rank" in open(two).read() else "failed")
 summary["all_stages_ok"] = all(s["ok"] or not s["ran"] for name, s in stages.items() if name != "tiny_cuda_2proc") and \
