@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <nlohmann/json.hpp>
 
@@ -26,6 +27,7 @@
 #include "core/process_memory.h"
 #include "model/checkpoint.h"
 #include "model/kernels/few_row_matmul.h"
+#include "model/projection.h"
 #include "decode/cached_decoder.h"
 #include "model/kernel_trace.h"
 #include "cli/commands.h"
@@ -55,28 +57,54 @@ double measured_copy_bandwidth(torch::Device device) {
   return best_rate(device, 2.0 * src.numel() * sizeof(float), [&] { dst.copy_(src); });
 }
 
-// float32 FLOP/s of the products a decode step runs, on `device`: on an AVX-512 CPU the few-row kernel
-// (model/kernels/few_row_matmul.h; 16 rows by a 1 MiB weight, which stays in L2), elsewhere 1024^3 torch::mm.
-double measured_matmul_rate(torch::Device device) {
+// FLOP/s of the products a decode step runs, on `device`: on an AVX-512 CPU the few-row kernel in the
+// weights' `format` (model/kernels/few_row_matmul.h; 16 rows by a 256 x 1024 weight, which stays in L2),
+// elsewhere 1024^3 float32 torch::mm.
+double measured_matmul_rate(torch::Device device, WeightFormat format) {
   const auto options = torch::TensorOptions().device(device);
-  if (device.is_cpu() && cpu_has_avx512f()) {
+  if (device.is_cpu() && few_row_kernel_available(format)) {
     const auto a = torch::randn({16, 256}, options), b = torch::randn({1024, 256}, options);
-    const auto packed = pack_few_row_weight(b);
+    const auto packed = pack_few_row_weight(b, format);
     constexpr int kCalls = 50;
     return best_rate(device, 2.0 * kCalls * 16 * 256 * 1024, [&] {
-      for (int i = 0; i < kCalls; ++i) few_row_matmul(a, packed, {}, 1024);
+      for (int i = 0; i < kCalls; ++i) few_row_matmul(a, packed, {});
     });
   }
   const auto a = torch::randn({1024, 1024}, options), b = torch::randn({1024, 1024}, options);
   return best_rate(device, 2.0 * 1024 * 1024 * 1024, [&] { torch::mm(a, b); });
 }
 
-// Bytes one decode step reads from the weights: every parameter except the input embedding (a lookup).
+// Bytes one decode step reads from the weights: every parameter except the input embedding (a lookup), each
+// projection's as its few-row product reads it (packed in its format: model/projection.h).
 double decode_weight_bytes(GPTNeoXForCausalLM& model) {
   double bytes = 0;
   for (const auto& p : model->named_parameters())
-    if (p.key().find("embed_in") == std::string::npos) bytes += p.value().numel() * p.value().element_size();
+    if (p.key().find("embed_in") == std::string::npos) bytes += p.value().nbytes();
+  for (const auto& module : model->modules())
+    if (const auto* projection = module->as<ProjectionImpl>())
+      bytes += static_cast<double>(projection->few_row_bytes()) - static_cast<double>(projection->weight.nbytes()) -
+               static_cast<double>(projection->bias.defined() ? projection->bias.nbytes() : 0);
   return bytes;
+}
+
+// The projections' weights per format they are held in (model/projection.h).
+std::map<WeightFormat, int64_t> weights_per_format(GPTNeoXForCausalLM& model) {
+  std::map<WeightFormat, int64_t> weights;
+  for (const auto& module : model->modules())
+    if (const auto* projection = module->as<ProjectionImpl>()) weights[projection->weight_format()] += projection->weight.numel();
+  return weights;
+}
+
+// Its formats, "+"-joined (fp32, bf16, int8, or fp32+int8 with the LM head kept float32), and the one holding
+// the most weights (whose product rate bounds the step).
+std::string format_names(const std::map<WeightFormat, int64_t>& weights) {
+  std::string names;
+  for (const auto& [format, count] : weights) names += (names.empty() ? "" : "+") + weight_format_name(format);
+  return names;
+}
+
+WeightFormat main_format(const std::map<WeightFormat, int64_t>& weights) {
+  return std::max_element(weights.begin(), weights.end(), [](const auto& a, const auto& b) { return a.second < b.second; })->first;
 }
 
 // FLOPs of one decode token: 2 per weight of the Linears (every matrix but the input embedding, a lookup; the
@@ -132,6 +160,14 @@ std::unique_ptr<DecoderStream> positioned_stream(CachedDecoder& decoder, std::sh
                                          snapshot, held);
 }
 
+// A second stream holding what `from` holds (its cache copied through a snapshot).
+std::unique_ptr<DecoderStream> copied_stream(CachedDecoder& decoder, std::shared_ptr<const KvCachePolicy> policy,
+                                             PositionRule rule, const DecoderStream& from) {
+  std::vector<int64_t> held(from.held_tokens().begin(), from.held_tokens().end());
+  return std::make_unique<DecoderStream>(policy, rule, KeyRotation::Relative, decoder.config(), decoder.device(),
+                                         from.snapshot(), held);
+}
+
 // Every flag of `bench-decode`, bound to what it sets.
 struct BenchDecodeFlags {
   ModelFlags model;
@@ -179,9 +215,11 @@ int run_bench_decode_command(const std::vector<std::string>& argv) {
   if (cache.policy == "full") cache.window = start + warmup + decode;
   std::shared_ptr<const KvCachePolicy> policy = make_cache_policy(cache, model, "--cache/--window/--sinks");
 
+  // One stream is filled; the others start from its snapshot (speed does not depend on what they hold, and
+  // filling K caches of pythia-160m at W = 4096 would take minutes).
   std::vector<std::unique_ptr<DecoderStream>> owned;
-  for (int64_t i = 0; i < streams; ++i)
-    owned.push_back(positioned_stream(decoder, policy, cache.positions, start, f.stream_all, f.chunk));
+  owned.push_back(positioned_stream(decoder, policy, cache.positions, start, f.stream_all, f.chunk));
+  for (int64_t i = 1; i < streams; ++i) owned.push_back(copied_stream(decoder, policy, cache.positions, *owned[0]));
   std::vector<int64_t> next(streams, 1);
   std::vector<double> step_ms;
   auto sync = [&] {
@@ -207,11 +245,12 @@ int run_bench_decode_command(const std::vector<std::string>& argv) {
   for (double ms : step_ms) total_ms += ms;
   const auto percentile = [&](double p) { return sorted[std::min(sorted.size() - 1, size_t(p * sorted.size()))]; };
   const double weight_bytes = decode_weight_bytes(m.loaded.model);
+  const auto formats = weights_per_format(m.loaded.model);
   const double kv_bytes = static_cast<double>(owned[0]->kv_bytes());  // from storage: heads may keep different budgets
   // Entries per head, averaged over layers and heads: what each head's attention reads.
   const double mean_entries = kv_bytes / (2.0 * model.num_layers * model.hidden_size * c10::elementSize(policy->kv_dtype()));
   const double peak_rss = peak_rss_mib();  // before the probes below allocate 512 MiB of their own
-  const double bandwidth = measured_copy_bandwidth(device), matmul_rate = measured_matmul_rate(device);
+  const double bandwidth = measured_copy_bandwidth(device), matmul_rate = measured_matmul_rate(device, main_format(formats));
   const double bound = streams * bandwidth / (weight_bytes + streams * kv_bytes);
   const double flops_per_token = decode_flops_per_token(m.loaded.model, mean_entries);
   const double step_seconds = (weight_bytes + streams * kv_bytes) / bandwidth + streams * flops_per_token / matmul_rate;
@@ -219,7 +258,7 @@ int run_bench_decode_command(const std::vector<std::string>& argv) {
                         {"streams", streams}, {"start_position", start}, {"decoded_per_stream", decode},
                         {"median_step_ms", sorted[sorted.size() / 2]}, {"mean_step_ms", total_ms / step_ms.size()},
                         {"p99_step_ms", percentile(0.99)}, {"batched", !f.no_batch},
-                        {"kv_dtype", kv_dtype_name(policy->kv_dtype())},
+                        {"kv_dtype", kv_dtype_name(policy->kv_dtype())}, {"weights", format_names(formats)},
                         {"weight_bytes", weight_bytes}, {"kv_bytes_per_stream", kv_bytes},
                         {"copy_bandwidth_gbs", bandwidth / 1e9}, {"bound_tokens_per_second", bound},
                         {"flops_per_token", flops_per_token}, {"matmul_gflops", matmul_rate / 1e9},

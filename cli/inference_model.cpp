@@ -5,8 +5,10 @@
 
 #include <filesystem>
 #include <iostream>
+#include <set>
 
 #include "core/error.h"
+#include "model/projection.h"
 
 namespace fs = std::filesystem;
 
@@ -43,12 +45,43 @@ std::string tokenizer_path(const ModelFlags& flags, const std::string& checkpoin
   return !trained_with.empty() && fs::exists(trained_with) ? trained_with : "";
 }
 
+// The note for a format this CPU has no few-row kernel for: what runs instead.
+void say_fallback(WeightFormat format) {
+  if (format == WeightFormat::Fp32 || few_row_kernel_available(format)) return;
+  std::cerr << "sinklm: note: no " << weight_format_name(format) << " decode kernel here (it needs AVX-512 with "
+            << (format == WeightFormat::Bf16 ? "AVX512-BF16): LibTorch's bf16 linear runs instead"
+                                             : "AVX512-VNNI on the CPU): LibTorch's float32 linear runs on the dequantized int8 weights")
+            << "\n";
+}
+
+// --weights: every projection in the flag's format, or (auto) in the one it is stored in.
+void hold_weights(GPTNeoXForCausalLM& model, const StoredFormats& stored, const std::string& flag, const torch::Device& device) {
+  const bool as_stored = flag == "auto";
+  const WeightFormat asked = as_stored ? WeightFormat::Fp32 : parse_weight_format(flag, "--weights");
+  std::set<WeightFormat> held;
+  for (const auto& item : model->named_modules()) {
+    auto* projection = item.value()->as<ProjectionImpl>();
+    if (!projection) continue;
+    const WeightFormat format = as_stored ? stored.at(item.key() + ".weight") : asked;
+    if (format != WeightFormat::Fp32) projection->set_weight_format(format);
+    held.insert(format);
+  }
+  if (held == std::set<WeightFormat>{WeightFormat::Fp32}) return;
+  std::string names;
+  for (WeightFormat format : held) {
+    names += (names.empty() ? "" : "+") + weight_format_name(format);
+    if (device.is_cpu()) say_fallback(format);
+  }
+  std::cerr << "sinklm: weights " << names << (as_stored ? " (--weights auto: as stored)" : "") << "\n";
+}
+
 }  // namespace
 
 std::vector<FlagSpec> model_flags(ModelFlags& o) {
   return {flag(&o.checkpoint, "checkpoint", "DIR", "checkpoint directory (sinklm or Hugging Face GPT-NeoX)"),
           flag(&o.tokenizer, "tokenizer", "PATH", "tokenizer file, or bytes (default: the one in the checkpoint, else data.tokenizer, else bytes for a 256-id model)"),
           flag(&o.device, "device", "DEV", "cpu | cuda | auto (CUDA when one is visible)"),
+          flag(&o.weights, "weights", "T", "the projections' weights: fp32 | bf16 | int8 (blocks of 32, as q8_0) | auto (as stored)"),
           flag(&o.threads, "threads", "N", "intra-op CPU threads for the model (0: LibTorch's choice)", Range{0, 4096}),
           flag(&o.set, "set", "KEY=VALUE", "override a run-time config key, e.g. model.attention=reference")};
 }
@@ -96,6 +129,12 @@ std::vector<FlagSpec> with_flags(std::vector<FlagSpec> own, std::initializer_lis
   return own;
 }
 
+std::string tokenizer_source(const ModelFlags& flags, const LoadedModel& loaded) {
+  if (flags.tokenizer == "bytes") return "";
+  const std::string path = tokenizer_path(flags, flags.checkpoint, loaded);
+  return path.empty() ? find_tokenizer_file(flags.checkpoint) : path;
+}
+
 InferenceModel open_inference_model(const ModelFlags& flags, NeedsText needs_text) {
   if (flags.threads > 0) torch::set_num_threads(static_cast<int>(flags.threads));
   if (flags.checkpoint.empty()) fail("missing required option --checkpoint DIR");
@@ -106,6 +145,7 @@ InferenceModel open_inference_model(const ModelFlags& flags, NeedsText needs_tex
   m.loaded = load_checkpoint(m.checkpoint, m.device, flags.set);
   m.trained_positions = trained_positions(m.loaded.config, m.checkpoint);
   m.loaded.model->eval();
+  hold_weights(m.loaded.model, m.loaded.stored, flags.weights, m.device);
   if (needs_text == NeedsText::No) return m;
   m.codec = load_text_codec(tokenizer_path(flags, m.checkpoint, m.loaded), m.checkpoint,
                             m.loaded.model->config().tokenizer_vocab_size);

@@ -22,11 +22,12 @@
 
 namespace sinklm {
 
-// --checkpoint, --tokenizer, --device, --threads, --set: the flags of every command that runs a model.
+// --checkpoint, --tokenizer, --device, --weights, --threads, --set: the flags of every command that runs a model.
 struct ModelFlags {
   std::string checkpoint;  // required
   std::string tokenizer;   // "": the order above
   std::string device = "auto";  // CUDA when one is visible, else the CPU
+  std::string weights = "auto";  // the projections' format (model/weight_format.h); auto: as each is stored
   int64_t threads = 0;  // 0: LibTorch's choice
   std::vector<std::string> set;
 };
@@ -66,10 +67,15 @@ struct InferenceModel {
   std::unique_ptr<TextCodec> codec;  // resolved in the order above
 };
 
+// The tokenizer file of the order above (step 1 with --tokenizer bytes, and step 4: ""), for commands that
+// copy it (quantize).
+std::string tokenizer_source(const ModelFlags& flags, const LoadedModel& loaded);
+
 enum class NeedsText { Yes, No };  // No: the command reads token ids only (codec left null)
 
 // Applies --threads, picks --device (cpu | cuda | auto, saying on stderr which it chose), loads --checkpoint
-// with --set overrides, and resolves the tokenizer. UserError naming the flag on any bad value.
+// with --set overrides, holds the projections in --weights (saying which, and where this CPU has no kernel
+// for the format, what runs instead), and resolves the tokenizer. UserError naming the flag on any bad value.
 InferenceModel open_inference_model(const ModelFlags& flags, NeedsText needs_text = NeedsText::Yes);
 
 }  // namespace sinklm

@@ -55,11 +55,12 @@ void write_json(const std::string& path, const nlohmann::json& value) {
   out << value.dump(2) << "\n";
 }
 
-void write_nll(const std::string& path, const std::vector<float>& nll) {
+void write_nll(const std::string& path, const StreamingPerplexity& r) {
   std::ofstream out(path);
   if (!out) fail("--nll-out ", path, ": cannot write");
-  out << "# index\tnll (natural log) of text token index+1 given the tokens before it, as the cache saw them\n";
-  for (size_t i = 0; i < nll.size(); ++i) out << i << '\t' << nll[i] << '\n';
+  out << "# index\tnll (natural log) of text token index+1 given the tokens before it, as the cache saw them"
+         "\ttop1: the id that prediction ranked first\n";
+  for (size_t i = 0; i < r.nll.size(); ++i) out << i << '\t' << r.nll[i] << '\t' << r.top1[i] << '\n';
 }
 
 // `item` as a decimal integer of at least `least`, or a UserError naming `what`.
@@ -103,7 +104,7 @@ std::vector<FlagSpec> stream_flags(StreamFlags& f) {
        flag(&f.max_tokens, "max-tokens", "N", "stream only the first N tokens of the text (-1: all)", Range{-1, 1e15}),
        flag(&f.perplexity.chunk, "chunk", "N", "prefill chunk", kCount),
        flag(&f.perplexity.segment, "segment", "N", "tokens per perplexity segment", kCount),
-       flag(&f.nll_out, "nll-out", "FILE", "per-token NLL (--compare: FILE.<S>+<R>)"),
+       flag(&f.nll_out, "nll-out", "FILE", "per-token NLL and top-1 id (--compare: FILE.<S>+<R>)"),
        flag(&f.json, "json", "FILE", "also write the JSON summary here"),
        flag(&f.recall, "recall", "DIR", "run the recall probe on the source `prepare synthetic --task recall` wrote to DIR "
                                         "(instead of --text): accuracy vs fact-to-query distance per cache policy"),
@@ -200,7 +201,7 @@ int run_stream_command(const std::vector<std::string>& argv) {
                             {"kv_bytes_per_stream", kv_bytes_per_stream(*policy, model, static_cast<int64_t>(ids.size()))}};
     auto result = streaming_perplexity(decoder, std::move(policy), rule, ids, options);
     entry.update(result.summary(options.segment));
-    if (!f.nll_out.empty()) write_nll(f.compare ? f.nll_out + "." + label : f.nll_out, result.nll);
+    if (!f.nll_out.empty()) write_nll(f.compare ? f.nll_out + "." + label : f.nll_out, result);
     results.push_back(entry);
   }
   nlohmann::json summary = {{"checkpoint", m.checkpoint},

@@ -60,11 +60,15 @@ StreamingPerplexity streaming_perplexity(CachedDecoder& decoder, std::shared_ptr
     // Position p predicts token p + 1; score the predictions of text tokens 1.. (p >= first_text).
     const int64_t from = std::max(at, first_text), to = std::min<int64_t>(at + logits.size(0), ids.size() - 1);
     if (to <= from) return;
-    auto nll = token_nll(logits.narrow(0, from - at, to - from), {ids.begin() + from + 1, ids.begin() + to + 1});
+    const auto scored = logits.narrow(0, from - at, to - from);  // [to - from, V]
+    auto nll = token_nll(scored, {ids.begin() + from + 1, ids.begin() + to + 1});
+    const auto top1 = scored.argmax(1).cpu();  // [to - from] int64
     const float* values = nll.data_ptr<float>();
+    const int64_t* ranked_first = top1.data_ptr<int64_t>();
     for (int64_t p = from; p < to; ++p) {
       if (r.eviction_starts_at < 0 && p >= budget) r.eviction_starts_at = r.nll.size();  // cache held > W entries
       r.nll.push_back(values[p - from]);
+      r.top1.push_back(ranked_first[p - from]);
     }
   });
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

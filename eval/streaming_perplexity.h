@@ -33,6 +33,7 @@ struct StreamingPerplexityOptions {
 
 struct StreamingPerplexity {
   std::vector<float> nll;                // per scored text token i = 1..N-1 (token 0 has no prediction)
+  std::vector<int64_t> top1;             // and the id its prediction ranked first (its logits' argmax)
   int64_t eviction_starts_at = -1;       // index into nll of the first prediction made after an eviction
   KvTrace kv;
   double seconds = 0;

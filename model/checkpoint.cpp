@@ -7,6 +7,7 @@
 #include <fstream>
 #include <set>
 
+#include "core/ends_with.h"
 #include "core/error.h"
 #include "core/sha256.h"
 #include "model/hf_config.h"
@@ -20,6 +21,7 @@ namespace {
 constexpr const char* kManifest = "manifest.json";
 constexpr const char* kManifestFormat = "sinklm-checkpoint";
 constexpr int kManifestVersion = 1;
+constexpr const char* kScaleSuffix = "_scale";  // "<name>.weight_scale" beside an int8 "<name>.weight"
 
 nlohmann::json read_json_file(const std::string& path) {
   std::ifstream in(path);
@@ -69,13 +71,22 @@ void CheckpointWriter::adopt_file(const std::string& name) {
   files_.push_back(name);
 }
 
-void CheckpointWriter::add_model(const Config& config, GPTNeoXForCausalLM& model, torch::ScalarType dtype) {
+void CheckpointWriter::add_model(const Config& config, GPTNeoXForCausalLM& model, torch::ScalarType dtype,
+                                 const std::set<std::string>& int8_weights) {
   add_file("config.json", [&](const std::string& path) {
     write_file_durable(path, hf_config_json(model->config()).dump(2) + "\n");
   });
   add_file("model.safetensors", [&](const std::string& path) {
     std::vector<std::pair<std::string, torch::Tensor>> tensors;
-    for (const auto& item : model->named_parameters()) tensors.emplace_back(item.key(), item.value().to(dtype));
+    for (const auto& item : model->named_parameters()) {
+      if (!int8_weights.count(item.key())) {
+        tensors.emplace_back(item.key(), item.value().to(dtype));
+        continue;
+      }
+      const Int8Weight w = quantize_int8(item.value());
+      tensors.emplace_back(item.key(), w.q);                            // [out, in] int8
+      tensors.emplace_back(item.key() + kScaleSuffix, w.scale);  // [out, ceil(in / 32)] float32
+    }
     write_safetensors(path, tensors, {{"format", "pt"}});
   });
   add_file("sinklm.yaml", [&](const std::string& path) {
@@ -139,34 +150,62 @@ Config load_checkpoint_config(const std::string& dir) {
   return config_from_hf_json(read_json_file(json), json);
 }
 
-void load_model_tensors(const std::string& dir, GPTNeoXForCausalLM& model) {
+namespace {
+
+// An int8 entry's float32 [out, in] values, q * scale, its block scales read from the entry beside it.
+torch::Tensor dequantized_entry(const SafetensorsFile& file, const std::string& name, const std::string& where) {
+  const std::string scale_name = name + kScaleSuffix;
+  if (!file.contains(scale_name))
+    fail(where, ": int8 weight without its scale '", scale_name, "' in the same file (written by sinklm quantize?)");
+  Int8Weight w{file.view(name), file.view(scale_name)};
+  const int64_t rows = w.q.dim() == 2 ? w.q.size(0) : 0, blocks = w.q.dim() == 2 ? (w.q.size(1) + kInt8Block - 1) / kInt8Block : 0;
+  if (w.q.dim() != 2 || w.scale.sizes() != torch::IntArrayRef({rows, blocks}) || w.scale.scalar_type() != torch::kFloat32)
+    fail(where, ": int8 weight ", w.q.sizes(), " needs an F32 scale of [", rows, ", ", blocks, "] (one per ",
+         kInt8Block, " inputs of a row), found ", w.scale.sizes(), " ", file.entries().at(scale_name).dtype);
+  if (!(w.scale > 0).all().item<bool>() || !torch::isfinite(w.scale).all().item<bool>())
+    fail(file.path(), ": tensor '", scale_name, "': every scale must be finite and positive (the scales of '", name, "')");
+  return dequantize_int8(w);
+}
+
+WeightFormat stored_format(torch::ScalarType type) {
+  return type == torch::kInt8 ? WeightFormat::Int8 : type == torch::kBFloat16 ? WeightFormat::Bf16 : WeightFormat::Fp32;
+}
+
+}  // namespace
+
+StoredFormats load_model_tensors(const std::string& dir, GPTNeoXForCausalLM& model) {
   torch::NoGradGuard no_grad;
   std::vector<std::unique_ptr<SafetensorsFile>> files;
   for (const auto& path : safetensors_files(dir)) files.push_back(std::make_unique<SafetensorsFile>(path));
   auto params = model->named_parameters();
-  std::set<std::string> loaded;
+  StoredFormats stored;
   for (const auto& file : files) {
     for (const auto& [name, entry] : file->entries()) {
       const std::string where = file->path() + ": tensor '" + name + "'";
       torch::Tensor* param = params.find(name);
       if (!param) {
-        if (is_ignored_hf_buffer(name)) continue;
+        const std::string base = name.substr(0, name.size() - std::min(name.size(), std::strlen(kScaleSuffix)));
+        const bool scale_of_int8 =
+            ends_with(name, kScaleSuffix) && file->contains(base) && file->entries().at(base).dtype == "I8";
+        if (scale_of_int8 || is_ignored_hf_buffer(name)) continue;
         fail(where, ": not a parameter of this model (config: ", sink_mode_name(model->config().sink_mode),
              " sink, ", model->config().num_layers, " layers); wrong config for this checkpoint?");
       }
       auto source = file->view(name);
-      if (!source.is_floating_point())
-        fail(where, ": dtype ", entry.dtype, " is not a float type (expected F32, F16 or BF16)");
+      const bool int8 = source.scalar_type() == torch::kInt8;
+      if (!source.is_floating_point() && !int8)
+        fail(where, ": dtype ", entry.dtype, " is not a float type (expected F32, F16 or BF16, or I8 with a scale)");
       if (source.sizes() != param->sizes())
         fail(where, ": shape ", source.sizes(), " but the model expects ", param->sizes());
-      if (!loaded.insert(name).second) fail(where, ": appears in more than one shard");
-      param->copy_(source);
+      if (!stored.emplace(name, stored_format(source.scalar_type())).second) fail(where, ": appears in more than one shard");
+      param->copy_(int8 ? dequantized_entry(*file, name, where) : source);
     }
   }
   for (const auto& item : params)
-    if (!loaded.count(item.key()))
+    if (!stored.count(item.key()))
       fail(dir, ": missing tensor '", item.key(), "' in model.safetensors (checkpoint incomplete or of another "
                 "architecture/sink mode)");
+  return stored;
 }
 
 LoadedModel load_checkpoint(const std::string& dir, torch::Device device, const std::vector<std::string>& overrides) {
@@ -174,7 +213,7 @@ LoadedModel load_checkpoint(const std::string& dir, torch::Device device, const 
   out.config = load_checkpoint_config(dir);
   out.config.apply_overrides(overrides);
   out.model = GPTNeoXForCausalLM(ModelConfig::from(out.config), InitialWeights::Loaded);
-  load_model_tensors(dir, out.model);  // every parameter, or it fails
+  out.stored = load_model_tensors(dir, out.model);  // every parameter, or it fails
   out.model->to(device);
   return out;
 }

@@ -27,7 +27,8 @@ GPTNeoXAttentionImpl::GPTNeoXAttentionImpl(const ModelConfig& c) : config_(c) {
 }
 
 SinkColumn GPTNeoXAttentionImpl::sink_column() const {
-  return sinklm::sink_column(config_, sink_parameters, dense->weight);
+  // The bias: float32 (and on the model's device) in every weight format (model/projection.h).
+  return sinklm::sink_column(config_, sink_parameters, dense->bias);
 }
 
 torch::Tensor GPTNeoXAttentionImpl::forward(const torch::Tensor& x, AttentionBackend& backend, int64_t layer) {

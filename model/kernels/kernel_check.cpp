@@ -76,13 +76,18 @@ double log_sum_exp_tolerance(int64_t V, const torch::Tensor& logits) {
   return 8 * ulp * (std::sqrt(static_cast<double>(V)) + logits.abs().max().item<double>());
 }
 
-// The decode projections: y = x W^T + b for a few rows (reference: LibTorch's linear, BLAS).
+// The decode projections: y = x W^T + b for a few rows in each weight format the CPU runs (reference: the
+// float64 product of the operands rounded as the format rounds them; timed against LibTorch's float32 linear).
 void check_few_row_matmul(int64_t M, int64_t K, int64_t N) {
   auto x = torch::randn({M, K}), w = torch::randn({N, K}) * 0.05, b = torch::randn({N});
-  auto packed = pack_few_row_weight(w);
-  auto expected = torch::linear(x, w, b), got = few_row_matmul(x, packed, b, N);
-  report("few_row_matmul", str_shape({M, K, N}), max_difference(got, expected), sum_tolerance(K, expected),
-         median_ms([&] { torch::linear(x, w, b); }), median_ms([&] { few_row_matmul(x, packed, b, N); }));
+  for (WeightFormat format : {WeightFormat::Fp32, WeightFormat::Bf16, WeightFormat::Int8}) {
+    if (!few_row_kernel_available(format)) continue;
+    auto packed = pack_few_row_weight(w, format);
+    auto expected = few_row_matmul_reference(x, w, b, format).to(torch::kFloat32), got = few_row_matmul(x, packed, b);
+    report("few_row_matmul " + weight_format_name(format), str_shape({M, K, N}), max_difference(got, expected),
+           sum_tolerance(K, expected), median_ms([&] { torch::linear(x, w, b); }),
+           median_ms([&] { few_row_matmul(x, packed, b); }));
+  }
 }
 
 // Training/eval attention from the packed qkv (reference: rotary + causal attention on q, k, v views).

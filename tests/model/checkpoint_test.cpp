@@ -100,8 +100,67 @@ TEST_F(CheckpointTest, HalfPrecisionCheckpointsLoad) {
     EXPECT_EQ(file.view("embed_out.weight").scalar_type(), dtype);
     LoadedModel loaded = load_checkpoint(dir);
     EXPECT_EQ(loaded.model->embed_out->weight.scalar_type(), torch::kFloat32);
+    EXPECT_EQ(loaded.stored.at("embed_out.weight"), dtype == torch::kBFloat16 ? WeightFormat::Bf16 : WeightFormat::Fp32);
     fs::remove_all(dir);
   }
+}
+
+// An int8 checkpoint (as sinklm quantize writes one): the named weights stored I8 with an F32 scale, loaded
+// as their dequantized values, every parameter's stored format reported; the rest stays float32.
+TEST_F(CheckpointTest, Int8WeightsRoundTripWithTheirScales) {
+  Config config = tiny_config("none");
+  GPTNeoXForCausalLM model(ModelConfig::from(config));
+  const std::string qkv = "gpt_neox.layers.0.attention.query_key_value.weight";
+  const std::string dir = path("int8");
+  {
+    CheckpointWriter writer(dir);
+    writer.add_model(config, model, torch::kFloat32, {qkv, "embed_out.weight"});
+    writer.commit();
+  }
+  SafetensorsFile file(dir + "/model.safetensors");
+  EXPECT_EQ(file.view(qkv).scalar_type(), torch::kInt8);
+  EXPECT_EQ(file.view(qkv + "_scale").sizes(), torch::IntArrayRef({3 * 32, 1}));  // hidden 32: one block per row
+  EXPECT_EQ(file.view("gpt_neox.layers.0.attention.dense.weight").scalar_type(), torch::kFloat32);
+  LoadedModel loaded = load_checkpoint(dir);
+  EXPECT_EQ(loaded.stored.at(qkv), WeightFormat::Int8);
+  EXPECT_EQ(loaded.stored.at("embed_out.weight"), WeightFormat::Int8);
+  EXPECT_EQ(loaded.stored.at("gpt_neox.layers.0.attention.dense.weight"), WeightFormat::Fp32);
+  const auto original = model->named_parameters()[qkv];
+  const auto expected = dequantize_int8(quantize_int8(original));
+  EXPECT_TRUE(torch::equal(loaded.model->named_parameters()[qkv], expected));
+  EXPECT_TRUE(torch::equal(loaded.model->named_parameters()["gpt_neox.layers.0.attention.dense.weight"],
+                           model->named_parameters()["gpt_neox.layers.0.attention.dense.weight"]));
+}
+
+TEST_F(CheckpointTest, Int8WeightWithoutAValidScaleIsNamed) {
+  Config config = tiny_config("none");
+  GPTNeoXForCausalLM model(ModelConfig::from(config));
+  const std::string head = "embed_out.weight";
+  {
+    CheckpointWriter writer(path("int8"));
+    writer.add_model(config, model, torch::kFloat32, {head});
+    writer.commit();
+  }
+  auto without = tampered(path("int8"), [&](auto& tensors) {
+    tensors.erase(std::remove_if(tensors.begin(), tensors.end(), [&](auto& t) { return t.first == head + "_scale"; }),
+                  tensors.end());
+  });
+  auto msg = user_error_of([&] { load_checkpoint(without); });
+  EXPECT_NE(msg.find("tensor 'embed_out.weight': int8 weight without its scale 'embed_out.weight_scale'"), std::string::npos) << msg;
+  fs::remove_all(without);
+  auto negative = tampered(path("int8"), [&](auto& tensors) {
+    for (auto& [name, t] : tensors)
+      if (name == head + "_scale") t[0][0] = -1.0f;
+  });
+  msg = user_error_of([&] { load_checkpoint(negative); });
+  EXPECT_NE(msg.find("tensor 'embed_out.weight_scale': every scale must be finite and positive"), std::string::npos) << msg;
+  fs::remove_all(negative);
+  auto wide = tampered(path("int8"), [&](auto& tensors) {
+    for (auto& [name, t] : tensors)
+      if (name == head + "_scale") t = torch::ones({3});
+  });
+  msg = user_error_of([&] { load_checkpoint(wide); });
+  EXPECT_NE(msg.find("needs an F32 scale of [64, 1] (one per 32 inputs of a row), found [3]"), std::string::npos) << msg;
 }
 
 TEST_F(CheckpointTest, FlippedByteIsDetectedByTheManifest) {

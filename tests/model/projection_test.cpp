@@ -6,7 +6,11 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
+#include <iostream>
+
 #include "core/cpu_features.h"
+#include "core/error.h"
 #include "model/kernels/few_row_matmul.h"
 #include "model_test_support.h"
 
@@ -27,8 +31,8 @@ TEST(FewRowMatmul, EqualsLinearForEveryRowCountAndRaggedColumns) {
         auto w = torch::randn({N, K}), b = torch::randn({N}), x = torch::randn({M, K});
         const auto packed = pack_few_row_weight(w);
         const std::string what = "M " + std::to_string(M) + " N " + std::to_string(N) + " K " + std::to_string(K);
-        expect_close(few_row_matmul(x, packed, b, N), torch::linear(x, w, b), what + " with bias");
-        expect_close(few_row_matmul(x, packed, {}, N), torch::linear(x, w), what);
+        expect_close(few_row_matmul(x, packed, b), torch::linear(x, w, b), what + " with bias");
+        expect_close(few_row_matmul(x, packed, {}), torch::linear(x, w), what);
       }
 }
 
@@ -37,7 +41,116 @@ TEST(FewRowMatmul, TakesStridedRows) {
   torch::manual_seed(1);
   auto w = torch::randn({48, 32});
   auto x = torch::randn({32, 6}).t();  // [6, 32], not contiguous
-  expect_close(few_row_matmul(x, pack_few_row_weight(w), {}, 48), torch::linear(x, w), "transposed rows");
+  expect_close(few_row_matmul(x, pack_few_row_weight(w), {}), torch::linear(x, w), "transposed rows");
+}
+
+// What float32 rounding allows the kernel against the float64 reference of the same rounded operands: a sum
+// of K products (exact for int8, in int32; one rounding each for bf16, whose products are exact in float32)
+// plus the scale, bias and conversion roundings: (K + 3) ulp-halves (2^-24) of the sum of magnitudes, which
+// is the reference applied to |x|, |W| and |b| (rounding commutes with the sign in both formats).
+torch::Tensor rounding_bound(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b, WeightFormat f) {
+  return few_row_matmul_reference(x.abs(), w.abs(), b.abs(), f) * (x.size(1) + 3) * std::ldexp(1.0, -24);
+}
+
+// Each element's int8 block scale ([rows, K]: its block's, model/weight_format.h).
+torch::Tensor per_element_scale(const torch::Tensor& t) {
+  return quantize_int8(t).scale.to(torch::kFloat64).repeat_interleave(kInt8Block, 1).narrow(1, 0, t.size(1));
+}
+
+// What the format's rounding of the operands allows against the exact float64 product of x and W. bf16 (8
+// significant bits): each operand within 2^-8 of itself, so a product within 2^-7 + 2^-16 of its size. int8:
+// x within a/2 and W within s/2 elementwise (a and s the element's block scale), so
+// |error| <= Σ_k (a_k/2 |W_k| + s_k/2 |x_k| + a_k s_k / 4).
+torch::Tensor format_bound(const torch::Tensor& x, const torch::Tensor& w, WeightFormat f) {
+  const auto xa = x.abs().to(torch::kFloat64), wa = w.abs().to(torch::kFloat64);
+  if (f == WeightFormat::Bf16) return torch::matmul(xa, wa.t()) * (std::ldexp(1.0, -7) + std::ldexp(1.0, -16));
+  const auto a = per_element_scale(x), s = per_element_scale(w);  // [M, K], [N, K]
+  return torch::matmul(a / 2, wa.t()) + torch::matmul(xa, (s / 2).t()) + torch::matmul(a, s.t()) / 4;
+}
+
+void expect_within(const torch::Tensor& got, const torch::Tensor& expected, const torch::Tensor& bound,
+                   const std::string& what) {
+  const auto excess = ((got.to(torch::kFloat64) - expected).abs() - bound).max().item<double>();
+  EXPECT_LE(excess, 0) << what << ": max |error| - bound = " << excess;
+}
+
+bool available_or_note(WeightFormat f) {
+  if (few_row_kernel_available(f)) return true;
+  std::cout << "[ note ] this CPU lacks the instructions of the " << weight_format_name(f) << " kernel\n";
+  return false;
+}
+
+TEST(FewRowMatmul, Bf16AndInt8EqualTheirReferenceAndStayWithinTheirFormatsBound) {
+  torch::manual_seed(4);
+  for (WeightFormat f : {WeightFormat::Bf16, WeightFormat::Int8}) {
+    if (!available_or_note(f)) continue;
+    for (int64_t K : {1, 3, 7, 256, 771})
+      for (int64_t N : {1, 16, 37, 300})
+        for (int64_t M : {1, 2, 5, 16, 17, 64}) {
+          auto w = torch::randn({N, K}) * 0.05, b = torch::randn({N}), x = torch::randn({M, K});
+          const auto packed = pack_few_row_weight(w, f);
+          const auto got = few_row_matmul(x, packed, b), reference = few_row_matmul_reference(x, w, b, f);
+          const std::string what = weight_format_name(f) + " M " + std::to_string(M) + " N " + std::to_string(N) +
+                                   " K " + std::to_string(K);
+          expect_within(got, reference, rounding_bound(x, w, b, f), what + " vs reference");
+          const auto exact = torch::linear(x.to(torch::kFloat64), w.to(torch::kFloat64), b.to(torch::kFloat64));
+          expect_within(got, exact, format_bound(x, w, f) + rounding_bound(x, w, b, f), what + " vs exact");
+        }
+  }
+}
+
+// One int8 product by hand (one block): a = 4 / 127, xq = round(x / a) = [32, -64 (ties to even), 16, 127];
+// the weight's row has largest entry 127, so scale 1 and q = [127, -64 (ties to even), 0, 1]; Σ xq q = 4064 +
+// 4096 + 127.
+TEST(FewRowMatmul, Int8ByHand) {
+  if (!available_or_note(WeightFormat::Int8)) GTEST_SKIP();
+  const auto x = torch::tensor({{1.0f, -2.0f, 0.5f, 4.0f}}), w = torch::tensor({{127.0f, -63.5f, 0.0f, 1.0f}});
+  const float got = few_row_matmul(x, pack_few_row_weight(w, WeightFormat::Int8), {}).item<float>();
+  EXPECT_NEAR(got, 8287.0 * 4.0 / 127.0, 1e-3);
+}
+
+TEST(WeightFormat, Int8BlocksRoundTripAndStayWithinHalfAScale) {
+  torch::manual_seed(5);
+  auto w = torch::randn({40, 70});  // blocks of 32, 32 and 6 inputs
+  w[3].narrow(0, 32, 32).zero_();   // an all-zero block: scale 1, zeros
+  const Int8Weight q = quantize_int8(w);
+  ASSERT_EQ(q.scale.sizes(), torch::IntArrayRef({40, 3}));
+  EXPECT_EQ(q.scale[3][1].item<float>(), 1.0f);
+  EXPECT_EQ(q.q[3].narrow(0, 32, 32).abs().sum().item<int64_t>(), 0);
+  // Every other block holds a ±127 (its largest entry), and its scale is that entry / 127.
+  EXPECT_EQ(q.q.narrow(1, 0, 32).abs().amax(1).min().item<int64_t>(), 127);
+  EXPECT_EQ(q.q.narrow(1, 64, 6).abs().amax(1).min().item<int64_t>(), 127);
+  EXPECT_NEAR(q.scale[0][2].item<float>(), w[0].narrow(0, 64, 6).abs().max().item<float>() / 127, 1e-7);
+  const auto back = dequantize_int8(q);
+  EXPECT_TRUE(((back - w).abs() <= per_element_scale(w).to(torch::kFloat32) / 2 * (1 + 1e-6)).all().item<bool>());
+  EXPECT_TRUE(torch::equal(quantize_int8(back).q, q.q));
+  EXPECT_THROW(parse_weight_format("int4", "--weights"), UserError);
+}
+
+TEST(Projection, Bf16AndInt8FormatsUseTheirKernelAndHoldFewerBytes) {
+  torch::manual_seed(6);
+  for (WeightFormat f : {WeightFormat::Bf16, WeightFormat::Int8}) {
+    Projection layer(96, 80);
+    const auto fp32_weight = layer->weight.detach().clone();
+    const int64_t fp32_bytes = layer->few_row_bytes();
+    layer->set_weight_format(f);
+    EXPECT_EQ(layer->weight.scalar_type(), f == WeightFormat::Bf16 ? torch::kBFloat16 : torch::kFloat32);
+    if (!available_or_note(f)) continue;
+    ASSERT_TRUE(layer->pack_for_few_rows());
+    // bf16: 2 bytes per weight; int8: 1 + a float32 scale per 32 (1.125); both + the float32 bias.
+    const int64_t expected = (f == WeightFormat::Bf16 ? 80 * 96 * 2 : 80 * 96 + 80 * 3 * 4) + 80 * 4;
+    EXPECT_EQ(layer->few_row_bytes(), expected) << weight_format_name(f);
+    EXPECT_LT(layer->few_row_bytes(), fp32_bytes / (f == WeightFormat::Bf16 ? 1.9 : 3.4));
+    c10::InferenceMode inference;
+    for (int64_t T : {1, 16, 64, 65, 200}) {  // up to kFewRows the kernel, beyond it LibTorch's linear
+      auto x = torch::randn({T, 96});
+      auto exact = torch::linear(x.to(torch::kFloat64), fp32_weight.to(torch::kFloat64), layer->bias.to(torch::kFloat64));
+      auto bound = format_bound(x, fp32_weight, f) + rounding_bound(x, fp32_weight, layer->bias, f);
+      if (T > ProjectionImpl::kFewRows && f == WeightFormat::Bf16)  // and the product rounded to bf16
+        bound = bound + (exact.abs() + bound) * std::ldexp(1.0, -8);
+      expect_within(layer(x), exact, bound, weight_format_name(f) + " T " + std::to_string(T));
+    }
+  }
 }
 
 TEST(Projection, PackedEqualsUnpackedAndLargeOrGradientInputsTakeLinear) {
@@ -49,6 +162,7 @@ TEST(Projection, PackedEqualsUnpackedAndLargeOrGradientInputsTakeLinear) {
     plain->bias.copy_(packed->bias);
   }
   EXPECT_EQ(packed->pack_for_few_rows(), cpu_has_avx512f());
+  EXPECT_EQ(packed->few_row_bytes(), (80 * 96 + 80) * 4);  // 80 columns fill 5 panels: no padding
   for (int64_t T : {1, 5, 16, 64, 65, 200}) {  // rows: up to kFewRows packed, beyond it LibTorch
     auto x = torch::randn({1, T, 96});
     torch::Tensor got, expected;
