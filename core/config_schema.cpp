@@ -72,6 +72,9 @@ std::vector<KeySpec> build_schema() {
       number("train.beta2", "0.95", 0, 0.999999, "AdamW beta2"),
       number("train.eps", "1e-8", 0, 1, "AdamW epsilon"),
       number("train.weight_decay", "0.1", 0, 10, "decoupled weight decay (not on LayerNorms, biases, sink logits)"),
+      number("train.sink_lr_multiplier", "1", 0, 1e6,
+             "learning rate of the sink parameters (sink_logit; sink_key, sink_value) as a multiple of train.lr; "
+             "the sink token's embedding rows are rows of embed_in and take train.lr"),
       number("train.grad_clip", "1.0", 0, 1e9, "clip the global gradient norm to this (0 = off)"),
       choice("train.device", {"auto", "cpu", "cuda"}, "auto = the GPU of this rank's local rank if CUDA is there"),
       choice("train.precision", {"auto", "fp32", "bf16"}, "auto = bf16 autocast on CUDA, fp32 on CPU"),

@@ -16,7 +16,7 @@ bool takes_weight_decay(const std::string& name) {
 }
 
 FlatParameters::FlatParameters(torch::nn::Module& model, int64_t pad_multiple,
-                               const std::vector<SinkParameter>& sink_parameters) {
+                               const std::vector<SinkParameter>& sink_parameters, double sink_lr_multiplier) {
   auto named = model.named_parameters();
   SINKLM_ASSERT(named.size() > 0, "model has no parameters");
   int64_t total = 0;
@@ -25,7 +25,7 @@ FlatParameters::FlatParameters(torch::nn::Module& model, int64_t pad_multiple,
     SINKLM_ASSERT(p.scalar_type() == torch::kFloat32, "master weights must be float32: ", it->key());
     const SinkParameterSpec* sink = sink_parameter_spec(p, sink_parameters);
     slots_.push_back({it->key(), p, total, p.numel(), sink ? sink->weight_decay : takes_weight_decay(it->key()),
-                      sink ? sink->lr_multiplier : 1.0});
+                      sink ? sink->lr_multiplier * sink_lr_multiplier : 1.0});
     total += p.numel();
   }
   const int64_t padded = (total + pad_multiple - 1) / pad_multiple * pad_multiple;

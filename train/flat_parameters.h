@@ -25,8 +25,10 @@ class FlatParameters {
  public:
   // `pad_multiple`: the buffers' length is rounded up to it (ZeRO-1 needs world_size equal shards).
   // `sink_parameters` (GPTNeoXForCausalLMImpl::sink_parameters) get the weight decay and learning rate their
-  // spec gives (model/sink.h); the other parameters decay unless takes_weight_decay says not.
-  FlatParameters(torch::nn::Module& model, int64_t pad_multiple, const std::vector<SinkParameter>& sink_parameters);
+  // spec gives (model/sink.h), their learning rate further times `sink_lr_multiplier` (train.sink_lr_multiplier);
+  // the other parameters decay unless takes_weight_decay says not.
+  FlatParameters(torch::nn::Module& model, int64_t pad_multiple, const std::vector<SinkParameter>& sink_parameters,
+                 double sink_lr_multiplier = 1.0);
 
   const std::vector<ParameterSlot>& slots() const { return slots_; }
   int64_t padded_numel() const { return values_.numel(); }

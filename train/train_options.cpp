@@ -27,6 +27,7 @@ TrainOptions TrainOptions::from(const Config& c, int world_size) {
   o.warmup_steps = static_cast<int64_t>(std::llround(c.get_float("train.warmup_fraction") * o.steps));
   o.adamw = {c.get_float("train.beta1"), c.get_float("train.beta2"), c.get_float("train.eps"),
              c.get_float("train.weight_decay")};
+  o.sink_lr_multiplier = c.get_float("train.sink_lr_multiplier");
   o.grad_clip = c.get_float("train.grad_clip");
   o.device = c.get_string("train.device");
   o.precision = c.get_string("train.precision");

@@ -19,6 +19,7 @@ struct TrainOptions {
   double lr = 0, min_lr_ratio = 0;
   int64_t warmup_steps = 0;
   AdamWOptions adamw;
+  double sink_lr_multiplier = 1;  // train.sink_lr_multiplier: times each sink parameter spec's own multiplier
   double grad_clip = 0;
   std::string device;     // auto | cpu | cuda
   std::string precision;  // auto | fp32 | bf16

@@ -83,7 +83,8 @@ Trainer::Trainer(Config config, std::string run_dir, bool resume, const Distribu
   }
   model_->to(device_);
   model_->set_activation_checkpointing(options_.activation_checkpointing);
-  flat_ = std::make_unique<FlatParameters>(*model_, context.world_size(), model_->sink_parameters());
+  flat_ = std::make_unique<FlatParameters>(*model_, context.world_size(), model_->sink_parameters(),
+                                           options_.sink_lr_multiplier);
   for (const auto& slot : flat_->slots()) flat_numel_ += slot.numel;
   communicator_ = make_communicator(context, device_, options_.collective_timeout_s, options_.communicator);
   reduction_ = make_gradient_reduction(*flat_, *communicator_, options_.zero, options_.bucket_bytes, options_.adamw);

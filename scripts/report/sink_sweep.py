@@ -1,19 +1,28 @@
-"""Search for a CPU-scale recipe that forms an attention sink (scripts/sink_sweep --help).
+"""Trains short synthetic models over a grid and seeds and prints their measurements (scripts/sink_sweep --help).
 
-Each setting of the grid: a Bigram-Backcopy stream (`sinklm prepare synthetic`, cached per data options),
-a sink-token model and its vanilla twin trained on it (`sinklm train`, 1 process, train.threads=1, same seed
-and schedule), then on the held-out test stream: `sinklm analyze` (mean attention over heads per layer on the
-sink token / on position 0, queries in the second half of 64-position segments) and `sinklm stream --compare`
-(perplexity through 0+W, 1+(W-1), 2+(W-2), 4+(W-4) with W = the training length). One markdown table on
-stdout; the targets (issue 10) are: sink-token model >= 0.5 on its sink in every layer >= 1, 0+W >= 2x
-1+(W-1), and 1+(W-1) within 2% of 4+(W-4).
+Each setting of the grid, for each seed: a Bigram-Backcopy stream (`sinklm prepare synthetic --seed S`, cached
+per data options), one model per sink mode (--variants) trained on it (`sinklm train`, 1 process,
+train.threads=1, model.init_seed and data.seed 1233 + S, the same schedule), then on that seed's held-out
+test stream: `sinklm analyze` (mean attention over heads per layer on the mode's sink site: the sink token,
+the sink column, or position 0; queries in the second half of 64-position segments) and `sinklm stream
+--compare` (perplexity through 0+W, 1+(W-1), 2+(W-2), 4+(W-4) with W = the training length), the last
+validation loss of metrics.jsonl, and the largest |value| of the mode's sink parameters in the checkpoint
+(sink_logit, sink_key, sink_value: how far training moved them from their init).
+
+Seed S = 1 is the main job's own seed (data seed 1, init and order seed 1234). With --seeds N > 1, a table of
+every (setting, variant, seed) and a summary per (setting, variant): the mean with its 95% Student-t
+interval over the N seeds (scripts/report/seed_stats.py), ratios on the log scale (geometric mean), and k of
+N: the seeds whose eviction penalty 0+W / 1+(W-1) is at least --effect. --json keeps every value.
 """
 import argparse
+import concurrent.futures
 import json
+import math
 import os
 import subprocess
 import sys
-import time
+
+import seed_stats
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # scripts/report/ -> the repository
 SINKLM = os.path.join(ROOT, "build", "sinklm")
@@ -54,11 +63,6 @@ def run(cmd, log):
         sys.exit(f"sink_sweep: command failed (see {log}): {' '.join(cmd)}")
 
 
-def cpu_seconds():
-    t = os.times()
-    return t.children_user + t.children_system
-
-
 def prepare(out, data, log):
     key = "-".join(f"{k}{v}" for k, v in sorted(data.items()))
     directory = os.path.join(out, "data", key)
@@ -75,23 +79,162 @@ def newest_checkpoint(run_dir):
     return os.path.join(run_dir, "checkpoints", steps[-1])
 
 
-def measure(run_dir, data_dir, window, stream_tokens, log):
+def saved_value(run_dir, key):
+    """A value of the run's saved config.yaml, by its last key part (steps, seq_len)."""
+    for line in open(os.path.join(run_dir, "config.yaml")):
+        if line.strip().startswith(key + ":"):
+            return line.split(":", 1)[1].split("#")[0].strip()
+    sys.exit(f"sink_sweep: {run_dir}/config.yaml has no '{key}'")
+
+
+def last_validation_loss(run_dir):
+    losses = [r["val_loss"] for r in map(json.loads, open(os.path.join(run_dir, "metrics.jsonl"))) if "val_loss" in r]
+    return losses[-1] if losses else math.nan
+
+
+def sink_parameter_sizes(ckpt):
+    """Largest |value| per sink parameter name over the layers (sink_logit, sink_key, sink_value); {} if none."""
+    from safetensors.numpy import load_file
+    sizes = {}
+    for name, tensor in load_file(os.path.join(ckpt, "model.safetensors")).items():
+        short = name.rsplit(".", 1)[-1]
+        if short in ("sink_logit", "sink_key", "sink_value"):
+            sizes[short] = max(sizes.get(short, 0.0), float(abs(tensor.astype("float64")).max()))
+    return sizes
+
+
+def site_mass(head):
+    """A head's mass on its mode's sink site (heads.json of `sinklm analyze`)."""
+    for key in ("sink_token", "implicit_sink"):
+        if key in head:
+            return head[key]
+    return head["first_positions"][0]
+
+
+def measure(run_dir, data_dir, log, stream_tokens):
+    """One trained model's measurements (cached beside it: analyze/heads.json, stream.json)."""
     ckpt = newest_checkpoint(run_dir)
+    window = int(saved_value(run_dir, "seq_len"))
     analysis = os.path.join(run_dir, "analyze")
     if not os.path.exists(os.path.join(analysis, "heads.json")):
         run([SINKLM, "analyze", "--checkpoint", ckpt, "--text", f"{data_dir}/test.txt", "--tokens", "64",
              "--segments", "32", "--out", analysis], log)
     heads = json.load(open(os.path.join(analysis, "heads.json")))
-    mass = []
-    for layer in heads["layers"]:
-        values = [h["sink_token"] if "sink_token" in h else h["first_positions"][0] for h in layer["heads"]]
-        mass.append(sum(values) / len(values))
+    mass = [sum(site_mass(h) for h in layer["heads"]) / len(layer["heads"]) for layer in heads["layers"]]
     stream_json = os.path.join(run_dir, "stream.json")
     if not os.path.exists(stream_json):
         run([SINKLM, "stream", "--checkpoint", ckpt, "--text", f"{data_dir}/test.txt", "--window", str(window),
              "--compare", "--max-tokens", str(stream_tokens), "--json", stream_json], log)
-    ppl = {r["config"]: r["ppl"] for r in json.load(open(stream_json))["runs"]}
-    return mass, ppl
+    ppl = [r["ppl"] for r in json.load(open(stream_json))["runs"]]  # 0+W, 1+(W-1), 2+(W-2), 4+(W-4)
+    # Table 2's last row (8 initial tokens kept) and Figure 3's sliding window with re-computation.
+    extra = {name: stream_ppl(run_dir, ckpt, data_dir, window, stream_tokens, log, name, flags)
+             for name, flags in (("eight", ["--cache", "sink_window", "--sinks", "8"]), ("recompute", ["--cache", "recompute"]))}
+    return {"steps": int(saved_value(run_dir, "steps")), "val_loss": last_validation_loss(run_dir),
+            "sink_mass": mass, "ppl": ppl + [extra["eight"]], "recompute_ppl": extra["recompute"],
+            "evict": ppl[0] / ppl[1], "four": ppl[-1] / ppl[1], "sink_parameters": sink_parameter_sizes(ckpt)}
+
+
+def stream_ppl(run_dir, ckpt, data_dir, window, stream_tokens, log, name, flags):
+    """Perplexity of one more cache policy over the same held-out tokens (cached in stream-NAME.json)."""
+    path = os.path.join(run_dir, f"stream-{name}.json")
+    if not os.path.exists(path):
+        run([SINKLM, "stream", "--checkpoint", ckpt, "--text", f"{data_dir}/test.txt", "--window", str(window),
+             "--max-tokens", str(stream_tokens), "--json", path] + flags, log)
+    return json.load(open(path))["runs"][0]["ppl"]
+
+
+def seed_data(args, name, seed):
+    """The setting's stream for `seed` (prepared once, before any model trains on it)."""
+    return prepare(args.out, {**BASE_DATA, **GRID[name][0], "seed": seed}, os.path.join(args.out, "data.log"))
+
+
+def train_and_measure(args, name, seed, mode):
+    overrides = GRID[name][1]
+    out = os.path.join(args.out, name, f"seed{seed}", mode)
+    os.makedirs(out, exist_ok=True)
+    log = os.path.join(out, "sweep.log")
+    data_dir = seed_data(args, name, seed)
+    config = os.path.join(ROOT, "configs", "synthetic-sink.yaml" if mode == "token" else "synthetic.yaml")
+    sets = [f"data.shards={data_dir}", f"model.sink.mode={mode}", "train.threads=1", f"train.steps={args.steps}",
+            f"train.global_batch_tokens={args.batch_tokens}", f"model.init_seed={1233 + seed}",
+            f"data.seed={1233 + seed}"] + [f"{k}={v}" for k, v in overrides.items()] + args.set
+    cmd = [SINKLM, "train", "--config", config, "--out", out, "--resume"]
+    for s in sets:
+        cmd += ["--set", s]
+    run(cmd, log)
+    return measure(out, data_dir, log, args.stream_tokens)
+
+
+def fmt_parameters(sizes):
+    return ", ".join(f"{k.removeprefix('sink_')} {v:.3f}" for k, v in sorted(sizes.items())) or "-"
+
+
+CACHES = ["0+W", "1+(W−1)", "2+(W−2)", "4+(W−4)", "8+(W−8)"]  # the order of a measurement's "ppl"
+
+
+def per_seed_table(results):
+    print("| setting | variant | seed | validation loss | sink mass per layer | perplexity " + " / ".join(CACHES)
+          + " | recompute | 0+W ÷ 1+(W−1) | 4+(W−4) ÷ 1+(W−1) | largest \\|sink parameter\\| |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for (name, mode, seed), r in results.items():
+        print(f"| {name} | {mode} | {seed} | {r['val_loss']:.4f} | {' / '.join(f'{m:.3f}' for m in r['sink_mass'])} "
+              f"| {' / '.join(f'{p:.2f}' for p in r['ppl'])} | {r['recompute_ppl']:.2f} | {r['evict']:.3f}x "
+              f"| {r['four']:.4f}x | {fmt_parameters(r['sink_parameters'])} |")
+
+
+def summarize(rows, effect):
+    """Mean and 95% interval per measurement over one variant's seeds."""
+    layers = len(rows[0]["sink_mass"])
+    names = sorted({k for r in rows for k in r["sink_parameters"]})
+    return {"seeds": len(rows),
+            "val_loss": seed_stats.mean_interval([r["val_loss"] for r in rows]),
+            "sink_mass": [seed_stats.mean_interval([r["sink_mass"][i] for r in rows]) for i in range(layers)],
+            "evict": seed_stats.ratio_interval([r["evict"] for r in rows]),
+            "four": seed_stats.ratio_interval([r["four"] for r in rows]),
+            "effect_seeds": sum(r["evict"] >= effect for r in rows),
+            "sink_parameters": {k: seed_stats.mean_interval([r["sink_parameters"].get(k, 0.0) for r in rows])
+                                for k in names},
+            "ppl": [seed_stats.mean_interval([r["ppl"][i] for r in rows]) for i in range(len(CACHES))],
+            "recompute_ppl": seed_stats.mean_interval([r["recompute_ppl"] for r in rows])}
+
+
+def summary_table(summaries, effect):
+    print(f"| setting | variant | seeds | validation loss | sink mass per layer | 0+W ÷ 1+(W−1) "
+          f"| seeds with 0+W ÷ 1+(W−1) ≥ {effect} | 4+(W−4) ÷ 1+(W−1) | largest \\|sink parameter\\| |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for (name, mode), s in summaries.items():
+        interval = seed_stats.format_interval
+        params = ", ".join(f"{k.removeprefix('sink_')} {interval(v, 3)}" for k, v in s["sink_parameters"].items()) or "-"
+        print(f"| {name} | {mode} | {s['seeds']} | {interval(s['val_loss'], 4)} "
+              f"| {' / '.join(interval(m, 3) for m in s['sink_mass'])} | {interval(s['evict'], 3, 'x')} "
+              f"| {s['effect_seeds']} of {s['seeds']} | {interval(s['four'], 4, 'x')} | {params} |")
+
+
+def cache_table(summaries):
+    """The paper's Table 2 (S initial tokens kept beside W - S recent) and Figure 3's re-computation, over seeds."""
+    print("| setting | variant | seeds | " + " | ".join(CACHES) + " | sliding window with re-computation |")
+    print("|---|---|---|" + "---|" * (len(CACHES) + 1))
+    for (name, mode), s in summaries.items():
+        interval = seed_stats.format_interval
+        print(f"| {name} | {mode} | {s['seeds']} | " + " | ".join(interval(p) for p in s["ppl"])
+              + f" | {interval(s['recompute_ppl'])} |")
+
+
+def paired_table(results, baseline):
+    """Each variant against `baseline` on the same seed (same data, init and order seed): the paired difference
+    of validation loss and the paired ratio of 1+(W-1) perplexity, mean with its 95% interval over seeds."""
+    print(f"| setting | variant | seeds | validation loss − {baseline}'s | 1+(W−1) perplexity ÷ {baseline}'s |")
+    print("|---|---|---|---|---|")
+    pairs = {}
+    for (name, mode, seed), r in results.items():
+        base = results.get((name, baseline, seed))
+        if mode != baseline and base is not None:
+            pairs.setdefault((name, mode), []).append((r, base))
+    for (name, mode), rows in pairs.items():
+        loss = seed_stats.mean_interval([r["val_loss"] - b["val_loss"] for r, b in rows])
+        ppl = seed_stats.ratio_interval([r["ppl"][1] / b["ppl"][1] for r, b in rows])
+        print(f"| {name} | {mode} | {len(rows)} | {seed_stats.format_interval(loss, 4)} "
+              f"| {seed_stats.format_interval(ppl, 4, 'x')} |")
 
 
 def main():
@@ -101,66 +244,55 @@ def main():
     parser.add_argument("--sinklm", default=SINKLM, help="the sinklm binary (default build/sinklm); a copy lets a "
                         "sweep run while the build directory is rebuilt")
     parser.add_argument("--grid", default=",".join(DEFAULT_GRID), help=f"settings, comma-separated: {', '.join(GRID)}")
-    parser.add_argument("--variants", default="token,none", help="sink modes to train per setting")
+    parser.add_argument("--variants", default="token,none", help="sink modes to train per setting and seed")
+    parser.add_argument("--seeds", type=int, default=1, help="seeds 1..N per variant (data, init and order seed)")
+    parser.add_argument("--effect", type=float, default=1.4,
+                        help="a seed shows the eviction effect when 0+W / 1+(W-1) >= this (the science test's margin)")
+    parser.add_argument("--baseline", default="none", help="the variant every other is paired with, seed by seed")
+    parser.add_argument("--jobs", type=int, default=1, help="models trained at once (each on one thread)")
     parser.add_argument("--steps", type=int, default=300, help="training steps per model (configs/synthetic.yaml: 300)")
     parser.add_argument("--batch-tokens", type=int, default=4096,
                         help="tokens per step (configs/synthetic.yaml: 8192)")
     parser.add_argument("--stream-tokens", type=int, default=3000)
-    parser.add_argument("--set", action="append", default=[], help="extra config override for every setting")
-    parser.add_argument("--stop-at-target", action="store_true", help="stop after the first setting that meets the targets")
+    parser.add_argument("--set", action="append", default=[], help="extra config override for every model")
+    parser.add_argument("--json", help="write every per-seed value and summary here")
     args = parser.parse_args()
     SINKLM = args.sinklm
-    os.makedirs(args.out, exist_ok=True)
-    log = os.path.join(args.out, "sweep.log")
-    rows = []
-    print("| setting | steps | CPU min (pair) | token model: sink mass per layer | token: 0+W / 1+(W-1) / 4+(W-4) "
-          "| 0+W ÷ 1+(W-1) | vanilla: position-0 mass per layer | vanilla: 0+W / 4+(W-4) | targets |")
-    print("|---|---|---|---|---|---|---|---|---|", flush=True)
+    if args.seeds < 1 or args.jobs < 1:
+        sys.exit("sink_sweep: --seeds and --jobs must be at least 1")
     for name in args.grid.split(","):
         if name not in GRID:
             sys.exit(f"sink_sweep: unknown setting '{name}' (known: {', '.join(GRID)})")
-        data_flags, overrides = GRID[name]
-        data_dir = prepare(args.out, {**BASE_DATA, **data_flags}, log)
-        sets = [f"train.steps={args.steps}", f"train.global_batch_tokens={args.batch_tokens}"] + [f"{k}={v}" for k, v in overrides.items()] + args.set
-        results, cpu_start = {}, cpu_seconds()
-        steps = "?"
-        for mode in args.variants.split(","):
-            run_dir = os.path.join(args.out, name, mode)
-            config = os.path.join(ROOT, "configs", "synthetic-sink.yaml" if mode == "token" else "synthetic.yaml")
-            cmd = [SINKLM, "train", "--config", config, "--out", run_dir, "--resume",
-                   "--set", f"data.shards={data_dir}", "--set", f"model.sink.mode={mode}", "--set", "train.threads=1"]
-            for s in sets:
-                cmd += ["--set", s]
-            run(cmd, log)
-            saved = open(os.path.join(run_dir, "config.yaml")).read()
-            steps = next((line.split(":")[1].split("#")[0].strip() for line in saved.splitlines()
-                          if line.strip().startswith("steps:")), "?")
-            window = int(next(line.split(":")[1].split("#")[0] for line in saved.splitlines()
-                              if line.strip().startswith("seq_len:")))
-            results[mode] = measure(run_dir, data_dir, window, args.stream_tokens, log)
-        cpu_min = (cpu_seconds() - cpu_start) / 60
-        row = [name, steps, f"{cpu_min:.1f}"]
-        met = None
-        if "token" in results:
-            mass, ppl = results["token"]
-            keys = list(ppl)
-            evicted, one, four = ppl[keys[0]], ppl[keys[1]], ppl[keys[-1]]
-            met = all(m >= 0.5 for m in mass[1:]) and evicted >= 2 * one and abs(one - four) <= 0.02 * four
-            row += [" / ".join(f"{m:.2f}" for m in mass), f"{evicted:.2f} / {one:.2f} / {four:.2f}",
-                    f"{evicted / one:.2f}x"]
-        else:
-            row += ["-", "-", "-"]
-        if "none" in results:
-            mass, ppl = results["none"]
-            keys = list(ppl)
-            row += [" / ".join(f"{m:.2f}" for m in mass), f"{ppl[keys[0]]:.2f} / {ppl[keys[-1]]:.2f}"]
-        else:
-            row += ["-", "-"]
-        row.append("-" if met is None else ("**met**" if met else "no"))
-        print("| " + " | ".join(row) + " |", flush=True)
-        rows.append(row)
-        if met and args.stop_at_target:
-            break
+    os.makedirs(args.out, exist_ok=True)
+    keys = [(name, mode, seed) for name in args.grid.split(",") for mode in args.variants.split(",")
+            for seed in range(1, args.seeds + 1)]
+    for name, _, seed in keys:
+        seed_data(args, name, seed)
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        futures = {key: pool.submit(train_and_measure, args, key[0], key[2], key[1]) for key in keys}
+        results = {key: futures[key].result() for key in keys}
+    print(f"{args.steps} steps of {args.batch_tokens} tokens per model, W = the training length, "
+          f"{args.stream_tokens} held-out tokens per stream.\n")
+    per_seed_table(results)
+    summaries = {}
+    for name, mode, _ in keys:
+        if (name, mode) not in summaries:
+            summaries[(name, mode)] = summarize([r for k, r in results.items() if k[:2] == (name, mode)], args.effect)
+    if args.seeds > 1:
+        print("\nMean over seeds with its 95% Student-t interval (ratios: geometric mean, interval on the log scale):\n")
+        summary_table(summaries, args.effect)
+        print("\nPerplexity by cache (mean over seeds, 95% Student-t interval; W = the training length):\n")
+        cache_table(summaries)
+        if args.baseline in args.variants.split(","):
+            print(f"\nPaired with the {args.baseline} model of the same seed (mean of the per-seed differences or "
+                  "ratios, 95% Student-t interval):\n")
+            paired_table(results, args.baseline)
+    if args.json:
+        json.dump({"steps": args.steps, "batch_tokens": args.batch_tokens, "stream_tokens": args.stream_tokens,
+                   "effect": args.effect,
+                   "runs": [{"setting": k[0], "variant": k[1], "seed": k[2], **r} for k, r in results.items()],
+                   "summaries": [{"setting": k[0], "variant": k[1], **s} for k, s in summaries.items()]},
+                  open(args.json, "w"), indent=1)
 
 
 if __name__ == "__main__":

@@ -1,18 +1,24 @@
 #!/usr/bin/env python3
 """Science test (label e2e): an attention sink really forms, and the cache policies treat it as the paper says.
 
-The only test that checks the cache policies against a model that really has a sink. Two short sink-token runs
-(configs/synthetic-sink.yaml, 300 steps of 128 x 64 tokens, one process and thread: ~3 CPU-minutes each) on a
-`sinklm prepare synthetic` Bigram-Backcopy stream. No setting found so far reaches both of
-issue 10's targets at once (README, "A sink at CPU scale"): with parallel residual the sink forms in layer 1
-but evicting it costs nothing; with sequential residual evicting it costs ~1.8x but the sink sits in layer 0.
-So the test asserts each half where it is measured, with margins below what was measured (README):
+The only test that checks the cache policies against a model that really has a sink. Short sink-token runs
+on `sinklm prepare synthetic` Bigram-Backcopy streams, one process and thread each: one with parallel residual
+(configs/synthetic-sink.yaml, 300 steps of 128 x 64 tokens, ~3 CPU-minutes), and SEEDS (5) with sequential
+residual by `scripts/sink_sweep --grid sequential --seeds 5` (300 steps of 64 x 64 tokens, ~1.3 CPU-minutes
+each; seed S varies the data, the initialisation and the sample order; seed 1 is the main job's). No setting
+found so far reaches both of issue 10's targets at once (docs/results.md, "A sink at CPU scale"): with
+parallel residual the sink forms in layer 1 but evicting it costs nothing; with sequential residual evicting
+it costs 1.07-1.77x, depending on the seed, and the sink sits in layer 0. So the test asserts each half where
+it is measured (docs/results.md, "Over seeds"):
   parallel sink-token model   >= MASS of attention on the sink token in every layer >= 1 (`sinklm analyze`,
                               held-out test stream; measured 0.39, vanilla twins: 0.01-0.02); the training-time
                               probe (train.sink_probe_every) gives the same per-layer mass as `sinklm analyze`
                               on the same checkpoint and validation sequences
-  sequential sink-token model evicting the sink costs perplexity, 0+W >= PENALTY x 1+(W-1) (measured 1.88x);
-                              `sinklm stream --compare`, W = 64, on the held-out test stream
+  sequential sink-token model evicting the sink costs perplexity over the seeds: the 95% Student-t interval
+                              of 0+W / 1+(W-1) on the log scale (scripts/report/seed_stats.py) lies above 1
+                              (measured [1.013, 1.766]: a thin margin, since 2 of 5 seeds pay ~1.07x), and
+                              every seed pays >= EVERY_SEED (measured least 1.065x); `sinklm stream
+                              --compare`, W = 64, on each seed's held-out test stream
 and, for each model, 1+(W-1) within KEEP (2%) of 4+(W-4). That relation holds for a model without a sink too
 (a vanilla model's first tokens carry no special weight, so keeping 1 or 4 of them changes nothing), so it is
 claimed as "keeping the sink is enough" only for a model in which this run measured a sink: its mass on the
@@ -26,11 +32,15 @@ forms / evicting it costs), and must not claim "keeping the sink is enough" for 
 import argparse
 import json
 import os
+import sys
 import time
 
-from sinklm_test import check, config, finish, run_sinklm, temp_dir
+from sinklm_test import BIN, PYTHON, check, config, finish, run, run_sinklm, source_path, temp_dir
 
-MASS, PENALTY, KEEP = 0.2, 1.4, 0.02
+sys.path.insert(0, source_path("scripts", "report"))
+import seed_stats  # noqa: E402
+
+MASS, PENALTY, KEEP, SEEDS, EVERY_SEED = 0.2, 1.4, 0.02, 5, 1.03
 SHORT = ["train.steps=300", "train.sink_probe_every=50", "train.threads=1"]
 
 
@@ -99,6 +109,25 @@ def check_keeping(name, mass, ppl):
               f"0+W / 1+(W-1) = {ppl[0] / ppl[1]:.2f}x (< {PENALTY}x)")
 
 
+def check_sequential_seeds(work, mode):
+    """The eviction penalty over SEEDS seeds, by scripts/sink_sweep itself (the table docs/results.md quotes)."""
+    sweep = f"{work}/sweep.json"
+    run([PYTHON, source_path("scripts", "report", "sink_sweep.py"), "--sinklm", BIN, "--grid", "sequential",
+         "--variants", mode, "--seeds", str(SEEDS), "--out", f"{work}/sweep", "--json", sweep])
+    runs = json.load(open(sweep))["runs"]
+    penalties = [r["evict"] for r in runs]
+    for r in runs:
+        print(f"sequential sink-token model ({mode}), seed {r['seed']}: {describe(r['sink_mass'], r['ppl'])}")
+        check_keeping(f"sequential, seed {r['seed']}", r["sink_mass"], r["ppl"])
+    mean, low, high = seed_stats.ratio_interval(penalties)
+    detail = (f"0+W / 1+(W-1) per seed {[round(p, 3) for p in penalties]}, geometric mean {mean:.3f}x, 95% t "
+              f"interval on the log scale [{low:.3f}, {high:.3f}]")
+    check(low > 1.0, f"evicting the sink costs perplexity over {SEEDS} seeds", f"{detail} (need the lower bound above 1)")
+    check(min(penalties) >= EVERY_SEED, f"evicting the sink costs perplexity in each of {SEEDS} seeds",
+          f"least {min(penalties):.3f}x (need >= {EVERY_SEED}x); {sum(p >= PENALTY for p in penalties)} of {SEEDS} "
+          f">= {PENALTY}x")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--token-mode", default="token", help="sink mode of the models that should have a sink")
@@ -121,13 +150,9 @@ def main():
         check(all(abs(a - b) <= 1e-4 for a, b in zip(probe["sink_mass"], analyzed)) and len(analyzed) == len(probe["sink_mass"]),
               "the probe agrees with sinklm analyze", f"probe {probe['sink_mass']} vs analyze {analyzed}")
 
-        _, _, mass, ppl = train(work, data, "sequential", args.token_mode, ["model.parallel_residual=false"])
-        print(f"sequential sink-token model ({args.token_mode}): {describe(mass, ppl)}")
-        check(ppl[0] >= PENALTY * ppl[1], "evicting the sink costs perplexity",
-              f"0+W {ppl[0]:.2f} vs 1+(W-1) {ppl[1]:.2f} (need >= {PENALTY}x)")
-        check_keeping("sequential", mass, ppl)
+        check_sequential_seeds(work, args.token_mode)
 
-    print(f"both runs and their measurements took {time.time() - start:.0f} s")
+    print(f"the {1 + SEEDS} runs and their measurements took {time.time() - start:.0f} s")
     finish()
 
 

@@ -68,6 +68,37 @@ TEST(FlatParameters, ParametersAndGradientsAliasTheFlatBuffers) {
   EXPECT_GT(flat.grads().abs().sum().item<double>(), 0);
 }
 
+// train.sink_lr_multiplier scales the sink parameters' learning rate, and only theirs: Adam's first step moves
+// every element with a non-zero gradient by lr * scale (m_hat / sqrt(v_hat) = sign(g)), so a sink key moves
+// 30x as far as a LayerNorm bias (neither decays).
+TEST(FlatParameters, SinkLearningRateMultiplierScalesOnlySinkParameters) {
+  GPTNeoXForCausalLM model(ModelConfig::from(testing_support::tiny_config("kv")));
+  FlatParameters flat(*model, 1, model->sink_parameters(), 30.0);
+  int64_t sink_elements = 0;
+  for (const auto& slot : flat.slots()) {
+    const bool sink = slot.name.find(".attention.sink_") != std::string::npos;
+    EXPECT_EQ(slot.lr_multiplier, sink ? 30.0 : 1.0) << slot.name;
+    if (sink) sink_elements += slot.numel;
+  }
+  EXPECT_GT(sink_elements, 0);
+  EXPECT_EQ((flat.lr_scale() == 30.0).sum().item<int64_t>(), sink_elements);
+  auto ids = testing_support::random_ids(2, 8, 60);
+  model->forward(ids).pow(2).mean().backward();
+  const torch::Tensor before = flat.values().clone();
+  FlatAdamW adam(flat.decay_mask(), flat.lr_scale(), {0.9, 0.95, 1e-12, 0.0});
+  const double lr = 1e-4;
+  adam.step(flat.values(), flat.grads(), lr);
+  for (const auto& slot : flat.slots()) {
+    const bool sink = slot.name.find(".attention.sink_") != std::string::npos;
+    if (!sink && slot.name.find("input_layernorm.bias") == std::string::npos) continue;
+    const torch::Tensor moved = (flat.values() - before).narrow(0, slot.offset, slot.numel).abs();
+    const torch::Tensor moving = flat.grads().narrow(0, slot.offset, slot.numel).abs() > 1e-6;
+    ASSERT_GT(moving.sum().item<int64_t>(), 0) << slot.name;
+    EXPECT_NEAR(moved.masked_select(moving).mean().item<double>(), lr * (sink ? 30.0 : 1.0), 1e-3 * lr * 30.0)
+        << slot.name;
+  }
+}
+
 TEST(LinearCrossEntropy, MatchesProjectionThenCrossEntropyWithIgnoredRows) {
   torch::manual_seed(5);
   const int64_t N = 700, C = 16, V = 40000;  // more rows than one chunk of a 40000-wide vocabulary
