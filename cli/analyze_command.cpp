@@ -13,7 +13,9 @@
 // per layer and head the attention mass beyond sinks + window W over the segments of --text or of a recall
 // source's stream (--recall DIR), with a recall source also the recall each head loses when it alone keeps
 // only W (eval/head_classification.h); the --retrieval-heads K heads of largest --score (recall-loss when
-// there is a recall source, else attention-mass) become retrieval heads.
+// there is a recall source, else attention-mass) become retrieval heads. The recall source's calibration
+// streams use --calibration-seed and probe at --calibration-distances: give both values apart from those the
+// heads are then scored on (`stream --recall`: seed 0, --distances), so what chose the heads never scores them.
 // Output directory:
 //   heads.json                  {"checkpoint", "sink_mode", ..., "layers": [{"layer", "heads": [{"head",
 //                               "sink_token"?, "first_positions": [k], "implicit_sink"?, and each of the
@@ -87,12 +89,17 @@ std::vector<std::vector<int64_t>> cut_segments(const ModelConfig& c, const std::
   return out;
 }
 
+// The calibration streams' default seed, apart from the recall probe's default (0).
+constexpr int64_t kCalibrationSeed = 0xCA11B;
+
 // Every flag of `analyze`, bound to what it sets; -1 / "": a default that follows the model or another flag.
 struct AnalyzeFlags {
   ModelFlags model;
   std::string text, out, layers, classify_heads, recall, positions = "cache", score;
   int64_t tokens = -1, segments = 8, first = 4, map_tokens = 16;
   int64_t window = 1024, sinks = -1, retrieval_window = -1, retrieval_heads = -1, pairs = RecallProbeOptions{}.pairs;
+  std::vector<int64_t> calibration_distances;  // empty: W + (R - W)/4, /2, 3/4
+  int64_t calibration_seed = kCalibrationSeed;
 };
 
 std::vector<FlagSpec> analyze_flags(AnalyzeFlags& f) {
@@ -113,12 +120,14 @@ std::vector<FlagSpec> analyze_flags(AnalyzeFlags& f) {
        flag(&f.positions, "positions", "RULE", "classify: cache | stream, for the recall probe"),
        flag(&f.retrieval_heads, "retrieval-heads", "K", "classify: heads that keep the retrieval budget (-1: 1/4)", kOrDefault),
        flag(&f.score, "score", "NAME", "classify: recall-loss (default with --recall) | attention-mass (default otherwise)"),
-       flag(&f.pairs, "pairs", "N", "classify, recall-loss: facts per probe distance", kCount)},
+       flag(&f.pairs, "pairs", "N", "classify, recall-loss: facts per probe distance", kCount),
+       flag(&f.calibration_distances, "calibration-distances", "LIST",
+            "classify, recall-loss: probe distances (default W + (R-W)/4, /2, 3/4); keep them apart from the "
+            "distances the heads are then scored on", Range{4, 1e12}),
+       flag(&f.calibration_seed, "calibration-seed", "N",
+            "classify: seed of the calibration streams and probe (keep it apart from the scoring probe's)", Range{0, 1e15})},
       {model_flags(f.model)});
 }
-
-// The calibration streams' seed, apart from the recall probe's default (0).
-constexpr uint64_t kCalibrationSeed = 0xCA11B;
 
 // A [L, H] score as JSON rows.
 std::vector<std::vector<double>> score_rows(const torch::Tensor& score) {
@@ -166,7 +175,7 @@ int classify_heads(const AnalyzeFlags& f, InferenceModel& m, int64_t T, int64_t 
   if (recall) {
     source = read_recall_source(f.recall, "--recall");
     // A training-like stream of the source (queries at every distance), seeded apart from the probe's.
-    const auto stream = source->generate(max_segments * per_segment, kCalibrationSeed);
+    const auto stream = source->generate(max_segments * per_segment, static_cast<uint64_t>(f.calibration_seed));
     ids.assign(stream.ids.begin(), stream.ids.end());
   } else {
     ids = read_text_ids(f.text, *m.codec);
@@ -183,12 +192,15 @@ int classify_heads(const AnalyzeFlags& f, InferenceModel& m, int64_t T, int64_t 
   torch::Tensor chosen = mass;
   if (source) {
     RecallProbeOptions options;
-    options.distances = {W + (R - W) / 4, W + (R - W) / 2, W + 3 * (R - W) / 4};
+    options.distances = !f.calibration_distances.empty()
+                            ? f.calibration_distances
+                            : std::vector<int64_t>{W + (R - W) / 4, W + (R - W) / 2, W + 3 * (R - W) / 4};
     options.pairs = f.pairs;
-    options.seed = kCalibrationSeed;
+    options.seed = static_cast<uint64_t>(f.calibration_seed);
     CachedDecoder decoder(m.loaded.model);
     loss = recall_loss_per_head(decoder, *source, cache, options);
     scores["recall_loss"] = score_rows(loss);
+    calibration["seed"] = f.calibration_seed;  // of the attention-mass stream and of the recall-loss probe
     calibration["recall_loss"] = {{"distances", options.distances}, {"pairs", options.pairs}, {"seed", options.seed}};
     if (score == "recall-loss") chosen = loss;
   }

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -75,18 +76,12 @@ int64_t parse_integer(const std::string& item, int64_t least, const std::string&
   return n;
 }
 
-std::vector<int64_t> parse_distances(const std::string& text) {
-  std::vector<int64_t> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) out.push_back(parse_integer(item, 4, "--distances " + text));
-  return out;
-}
-
 // Every flag of `stream`, bound to what it sets.
 struct StreamFlags {
   ModelFlags model;
   CacheFlags cache;
-  std::string text, ids, rotation = "relative", nll_out, json, recall, distances;
+  std::string text, ids, rotation = "relative", nll_out, json, recall;
+  std::vector<int64_t> distances;  // empty: default_recall_distances(W)
   std::string recall_policies = "full,window,sink_window";
   bool compare = false;
   int64_t max_tokens = -1;  // all
@@ -108,11 +103,30 @@ std::vector<FlagSpec> stream_flags(StreamFlags& f) {
        flag(&f.json, "json", "FILE", "also write the JSON summary here"),
        flag(&f.recall, "recall", "DIR", "run the recall probe on the source `prepare synthetic --task recall` wrote to DIR "
                                         "(instead of --text): accuracy vs fact-to-query distance per cache policy"),
-       flag(&f.distances, "distances", "LIST", "recall: fact-to-query distances, comma-separated (default: W/8 .. 4W)"),
+       flag(&f.distances, "distances", "LIST", "recall: fact-to-query distances, comma-separated (default: W/8 .. 4W)",
+            Range{4, 1e12}),
        flag(&f.probe.pairs, "pairs", "N", "recall: facts and queries per distance", kCount),
        flag(&f.recall_policies, "recall-policies", "LIST", "recall: cache policies, the first the reference of "
-                                                           "agreement (--window/--sinks/--positions apply)")},
+                                                           "agreement (--window/--sinks/--positions apply); NAME:W "
+                                                           "sets W, heads:FILE a head-policy file")},
       {model_flags(f.model), cache_flags(f.cache)});
+}
+
+// One item of --recall-policies: NAME, NAME:W (that policy with W entries) or heads:FILE (the head-aware cache
+// with FILE's heads instead of --head-policy's; the label names the file, so several such files compare).
+RecallPolicy recall_policy(const std::string& item, const CacheOptions& cache, const ModelConfig& model) {
+  CacheOptions o = cache;
+  const size_t colon = item.find(':');
+  o.policy = item.substr(0, colon);
+  const std::string value = colon == std::string::npos ? "" : item.substr(colon + 1);
+  if (o.policy == "heads" && !value.empty()) o.head_roles = std::make_shared<HeadRoles>(read_head_roles(value));
+  else if (!value.empty()) o.window = parse_integer(value, 1, "--recall-policies " + item);
+  if (o.policy == "window") o.sinks = 0;
+  if (o.policy != "heads") o.head_roles = nullptr, o.retrieval_window = -1;
+  std::string label = recall_policy_label(o, model);
+  if (o.policy == "heads" && !value.empty())
+    label += str(" (", std::filesystem::path(value).stem().string(), ": ", o.head_roles->retrieval_heads(), " heads at R)");
+  return {label, o};
 }
 
 int run_recall(const StreamFlags& f, CachedDecoder& decoder, const InferenceModel& m) {
@@ -125,19 +139,11 @@ int run_recall(const StreamFlags& f, CachedDecoder& decoder, const InferenceMode
   const CacheOptions cache = cache_options(f.cache, m.trained_positions);
   const int64_t window = cache.window;
   RecallProbeOptions options = f.probe;
-  options.distances = !f.distances.empty() ? parse_distances(f.distances) : default_recall_distances(window);
+  options.distances = !f.distances.empty() ? f.distances : default_recall_distances(window);
   options.chunk = f.perplexity.chunk;
   std::vector<RecallPolicy> policies;
   std::stringstream names(f.recall_policies);
-  for (std::string item; std::getline(names, item, ',');) {  // NAME or NAME:W
-    CacheOptions o = cache;
-    const size_t colon = item.find(':');
-    o.policy = item.substr(0, colon);
-    if (colon != std::string::npos) o.window = parse_integer(item.substr(colon + 1), 1, "--recall-policies " + item);
-    if (o.policy == "window") o.sinks = 0;
-    if (o.policy != "heads") o.head_roles = nullptr, o.retrieval_window = -1;
-    policies.push_back({recall_policy_label(o, model), o});
-  }
+  for (std::string item; std::getline(names, item, ',');) policies.push_back(recall_policy(item, cache, model));
   const std::vector<RecallCurve> curves = run_recall_probe(decoder, source, window, policies, options);
   nlohmann::json result = recall_probe_json(curves, source, window, options);
   result["checkpoint"] = checkpoint;

@@ -95,6 +95,20 @@ FlagSpec flag(std::vector<std::string>* field, std::string name, std::string val
   return spec;
 }
 
+FlagSpec flag(std::vector<int64_t>* field, std::string name, std::string value_name, std::string help, Range range) {
+  std::string shown;
+  for (const int64_t v : *field) shown += (shown.empty() ? "" : ",") + std::to_string(v);
+  FlagSpec spec{name, std::move(value_name), std::move(help), shown, range_text(range)};
+  spec.bind = [field, name, range](const std::string& text) {
+    std::vector<int64_t> values;
+    std::stringstream in(text);
+    for (std::string item; std::getline(in, item, ',');) values.push_back(checked<int64_t>(name, item, range));
+    if (values.empty()) fail("option --", name, " needs a comma-separated list of integers, got '", text, "'");
+    *field = std::move(values);
+  };
+  return spec;
+}
+
 Args::Args(std::string command, std::string synopsis, std::vector<FlagSpec> flags,
            const std::vector<std::string>& argv)
     : command_(std::move(command)), synopsis_(std::move(synopsis)), flags_(std::move(flags)) {

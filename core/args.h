@@ -30,8 +30,9 @@ struct FlagSpec {
   std::function<void(const std::string& value)> bind = nullptr;
 };
 
-// The bound forms. Integers and numbers take a Range; a bool is a switch (given = true); a vector collects
-// every occurrence of a repeated flag; a string takes its value as it is.
+// The bound forms. Integers and numbers take a Range; a bool is a switch (given = true); a vector of strings
+// collects every occurrence of a repeated flag; a vector of integers is one comma-separated list ("4,8,16",
+// each item in the Range; a later occurrence replaces an earlier one); a string takes its value as it is.
 FlagSpec flag(std::string* field, std::string name, std::string value_name, std::string help);
 FlagSpec flag(int64_t* field, std::string name, std::string value_name, std::string help, Range range);
 FlagSpec flag(int* field, std::string name, std::string value_name, std::string help, Range range);
@@ -39,6 +40,7 @@ FlagSpec flag(size_t* field, std::string name, std::string value_name, std::stri
 FlagSpec flag(double* field, std::string name, std::string value_name, std::string help, Range range);
 FlagSpec flag(bool* field, std::string name, std::string help);
 FlagSpec flag(std::vector<std::string>* field, std::string name, std::string value_name, std::string help);
+FlagSpec flag(std::vector<int64_t>* field, std::string name, std::string value_name, std::string help, Range range);
 // The word that asks a command for markdown() instead of usage(): docs/cli.md is every command's answer.
 constexpr const char* kMarkdownHelp = "--help-markdown";
 

@@ -141,9 +141,12 @@ nlohmann::json recall_probe_json(const std::vector<RecallCurve>& curves, const F
                         {"agreement_with_reference", p.agreement}, {"max_kv_entries", p.kv.max_entries},
                         {"kv_entries", trace}});
     }
-    out["policies"].push_back({{"label", c.policy.label}, {"cache", c.policy.cache.policy},
-                               {"positions", position_rule_name(c.policy.cache.positions)}, {"budget", c.budget},
-                               {"kv_bytes_per_stream", c.kv_bytes}, {"points", points}});
+    nlohmann::json policy = {{"label", c.policy.label}, {"cache", c.policy.cache.policy},
+                             {"positions", position_rule_name(c.policy.cache.positions)}, {"budget", c.budget},
+                             {"kv_bytes_per_stream", c.kv_bytes}, {"points", points}};
+    if (const auto& roles = c.policy.cache.head_roles)
+      policy["head_policy"] = {{"file", roles->source}, {"retrieval_heads", roles->retrieval_heads()}};
+    out["policies"].push_back(policy);
   }
   return out;
 }

@@ -3,13 +3,18 @@
 usage: recall_report.py OUT_DIR RECALL_DIR RUN [RUN ...]
   RECALL_DIR (relative to OUT_DIR) holds data/manifest.json (`sinklm prepare synthetic --task recall`), per run
   NAME the training run NAME/, probe-NAME.json (`sinklm stream --recall`), and where the head-aware cache ran,
-  heads-recall-loss-NAME.json / heads-attention-mass-NAME.json (`sinklm analyze --classify-heads`) and
-  probe-mass-NAME.json (the probe of the heads chosen by attention mass).
+  heads-recall-loss-NAME.json / heads-attention-mass-NAME.json (`sinklm analyze --classify-heads`),
+  probe-mass-NAME.json (the probe of the heads chosen by attention mass), probe-random-NAME.json (as many heads
+  drawn at random, several draws) and probe-curve-NAME.json (the top K heads for K = 0..L*H, each followed by
+  the sink+window cache of equal memory; scripts/report/head_policies.py wrote their files).
 
 Per run: recall accuracy by fact-to-query distance for every cache policy (chance, the cache size and the
-K/V bytes per stream beside it), the filler's NLL after the cache first evicts, and top-1 agreement with the
-full cache; each head's two scores and the heads each chose; the head-aware cache against the sink+window
-cache of equal memory; one PNG with a panel per run (accuracy vs distance, one line per policy, W and R marked).
+K/V bytes per stream beside it; the random draws as their mean), the filler's NLL after the cache first
+evicts, and top-1 agreement with the full cache; what chose the heads (calibration distances and seed) against
+what scores them, and whether they are disjoint; each head's two scores and the heads each chose; the
+head-aware cache against the sink+window cache of equal memory, random heads and the every-head oracle; the
+memory-recall curve over K (a table and recall_curve.png); one PNG with a panel per run (accuracy vs distance,
+one line per policy, W and R marked).
 """
 import json
 import os
@@ -101,6 +106,104 @@ def with_mass_heads(recall_dir, name, result):
     return result
 
 
+def with_random_heads(recall_dir, name, result):
+    """Adds one row, the mean over the draws of probe-random-NAME.json (K heads at random), to the probe's."""
+    path = os.path.join(recall_dir, f"probe-random-{name}.json")
+    if not os.path.exists(path):
+        return result
+    draws = [p for p in load(path)["policies"] if p["cache"] == "heads"]
+    if not draws:
+        return result
+    k = draws[0]["head_policy"]["retrieval_heads"]
+    def mean(values):
+        values = [v for v in values if v is not None]
+        return sum(values) / len(values) if values else None
+    points = []
+    for i, point in enumerate(draws[0]["points"]):
+        at = [d["points"][i] for d in draws]
+        points.append({"distance": point["distance"], "accuracy": mean([p["accuracy"] for p in at]),
+                       "accuracy_range": (min(p["accuracy"] for p in at), max(p["accuracy"] for p in at)),
+                       "filler_nll_after_eviction": mean([p["filler_nll_after_eviction"] for p in at]),
+                       "agreement_with_reference": None, "max_kv_entries": max(p["max_kv_entries"] for p in at)})
+    result["policies"].append({"label": f"heads, {k} at random (mean of {len(draws)} draws)", "cache": "random heads",
+                               "budget": draws[0]["budget"], "kv_bytes_per_stream": draws[0]["kv_bytes_per_stream"],
+                               "draws": len(draws), "points": points})
+    return result
+
+
+def calibration_apart(recall_dir, name, result):
+    """What chose the heads (analyze's calibration) against what scores them (this probe): disjoint or not."""
+    path = os.path.join(recall_dir, f"heads-recall-loss-{name}.json")
+    if not os.path.exists(path):
+        return
+    calibration = load(path)["calibration"]
+    chose = calibration["recall_loss"]["distances"]
+    shared = sorted(set(chose) & set(result["distances"]))
+    seeds = (calibration["recall_loss"]["seed"], result["seed"])
+    verdict = ("disjoint: no distance and no seed that chose the heads scores them" if not shared and seeds[0] != seeds[1]
+               else f"NOT disjoint: distances {shared} and seeds {seeds} are shared, so the head-aware rows are scored "
+                    "partly on what chose them")
+    print(f"- {name}: the heads were chosen at d = {chose} (probe seed {seeds[0]}, calibration stream seed "
+          f"{calibration.get('seed', seeds[0])}) and are scored at d = {result['distances']} (probe seed {seeds[1]}): "
+          f"{verdict}.")
+
+
+def curve(recall_dir, name):
+    """(probe, [(K, KiB, heads mean, equal sink_window's label, its mean)]) over K of probe-curve-NAME.json, or None."""
+    path = os.path.join(recall_dir, f"probe-curve-{name}.json")
+    if not os.path.exists(path):
+        return None
+    result = load(path)
+    policies = result["policies"]
+    mean = lambda policy: sum(p["accuracy"] for p in policy["points"]) / len(policy["points"])
+    rows = []
+    for i, policy in enumerate(policies):
+        if policy["cache"] == "heads" and i + 1 < len(policies):
+            same = policies[i + 1]
+            assert same["cache"] == "sink_window" and same["kv_bytes_per_stream"] >= policy["kv_bytes_per_stream"], \
+                f"{path}: each top-K policy is followed by its sink_window of equal memory"
+            rows.append((policy["head_policy"]["retrieval_heads"], policy["kv_bytes_per_stream"] / 1024, mean(policy),
+                         same["label"], mean(same)))
+    return result, rows
+
+
+def curve_table(recall_dir, name):
+    found = curve(recall_dir, name)
+    if not found:
+        return None
+    result, rows = found
+    d = [p["distance"] for p in result["policies"][0]["points"]]
+    print(f"**{name}: recall against memory** (the K heads of largest recall loss keep R, the rest W; mean accuracy "
+          f"over d = {d}, all beyond W; chance {result['chance']:.3f}). K = 0 is sink+window of W on every head, "
+          f"K = {rows[-1][0]} every head at R (the oracle of this budget):\n")
+    print("| K heads at R | K/V KiB per stream | head-aware recall | sink+window of equal memory | its recall |")
+    print("|---|---|---|---|---|")
+    for k, kib, heads, label, same in rows:
+        print(f"| {k} | {kib:.0f} | {heads:.2f} | {label} | {same:.2f} |")
+    print()
+    return rows
+
+
+def plot_curves(curves, path):
+    fig, axes = plt.subplots(1, len(curves), figsize=(max(6.0, 4.8 * len(curves)), 3.6), sharey=True)
+    axes = axes if len(curves) > 1 else [axes]
+    for ax, (name, rows) in zip(axes, curves):
+        kib = [r[1] for r in rows]
+        ax.plot(kib, [r[2] for r in rows], marker="o", label="head-aware: top K heads at R")
+        ax.plot(kib, [r[4] for r in rows], marker="s", label="sink+window of equal memory")
+        for k, x, y in ((r[0], r[1], r[2]) for r in rows):
+            ax.annotate(f"K={k}", (x, y), textcoords="offset points", xytext=(3, -10), fontsize=7)
+        ax.set_xlabel("K/V KiB per stream")
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_title(name)
+    axes[0].set_ylabel("mean recall beyond W, below R")
+    axes[-1].legend(fontsize=8, loc="lower right")
+    fig.suptitle("Memory-recall curve: which heads keep the long cache", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def classification(recall_dir, name):
     """Each head's two scores and which heads each score keeps at R (heads-*-NAME.json)."""
     paths = {s: os.path.join(recall_dir, f"heads-{s}-{name}.json") for s in ("recall-loss", "attention-mass")}
@@ -128,14 +231,17 @@ def equal_memory(name, result):
     heads = [p for p in result["policies"] if p["cache"] == "heads"]
     if not heads:
         return
-    same = [p for p in result["policies"] if p["cache"] == "sink_window" and p["kv_bytes_per_stream"] == heads[0]["kv_bytes_per_stream"]]
-    if not same:
+    same = [p for p in result["policies"] if p["cache"] in ("sink_window", "random heads")
+            and p["kv_bytes_per_stream"] == heads[0]["kv_bytes_per_stream"]]
+    oracle = [p for p in result["policies"] if p["cache"] == "sink_window" and p["budget"] == heads[0]["budget"]]
+    if not same or same[0]["cache"] != "sink_window":
         return
     budget, top = same[0]["budget"], heads[0]["budget"]
     def mean(policy):
         acc = [p["accuracy"] for p in policy["points"] if budget < p["distance"] < top]
         return sum(acc) / len(acc) if acc else float("nan")
     parts = [f"{p['label']} {mean(p):.2f}" for p in same + heads]
+    parts += [f"every head at R ({p['label']}, {p['kv_bytes_per_stream'] / 1024:.0f} KiB) {mean(p):.2f}" for p in oracle]
     print(f"- {name}, at equal K/V memory ({same[0]['kv_bytes_per_stream'] / 1024:.0f} KiB per stream), mean recall "
           f"for {budget} < d < {top}: " + "; ".join(parts) + f" (chance {result['chance']:.3f}).")
 
@@ -157,12 +263,22 @@ def main(argv):
           "perplexity measures local prediction, recall measures what was kept.\n")
     training_rows([os.path.join(recall_dir, run) for run in runs])
     print()
-    results = [(run, with_mass_heads(recall_dir, run, load(os.path.join(recall_dir, f"probe-{run}.json")))) for run in runs]
+    results = [(run, with_random_heads(recall_dir, run, with_mass_heads(recall_dir, run, load(os.path.join(recall_dir, f"probe-{run}.json")))))
+               for run in runs]
+    curves = []
     for name, result in results:
         table(name, result, trained_length(os.path.join(recall_dir, name)))
+        calibration_apart(recall_dir, name, result)
+        print()
         classification(recall_dir, name)
+        rows = curve_table(recall_dir, name)
+        if rows:
+            curves.append((name, rows))
     plot(results, os.path.join(out, "recall.png"))
     print("![recall vs distance](recall.png)\n")
+    if curves:
+        plot_curves(curves, os.path.join(out, "recall_curve.png"))
+        print("![memory-recall curve](recall_curve.png)\n")
     for name, result in results:
         window = result["window"]
         parts = []

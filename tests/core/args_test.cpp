@@ -77,5 +77,27 @@ TEST(Flags, OutOfRangeAndMalformedValuesNameTheFlag) {
   EXPECT_EQ(error({"--help", "--workers", "0"}), "") << "--help checks nothing";
 }
 
+TEST(Flags, IntegerListsAreCheckedItemByItem) {
+  std::vector<int64_t> distances = {8, 16};
+  auto parse = [&](std::vector<std::string> argv) {
+    try {
+      Args("x", "", {flag(&distances, "distances", "LIST", "d", Range{4, 100})}, argv);
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(Args("x", "", {flag(&distances, "distances", "LIST", "d", Range{4, 100})}, {}).markdown().find("| `8,16` | [4, 100] |"),
+            std::string::npos);
+  EXPECT_EQ(parse({"--distances", "4,40,100"}), "");
+  EXPECT_EQ(distances, (std::vector<int64_t>{4, 40, 100}));
+  EXPECT_EQ(parse({"--distances", "1,2", "--distances=12"}), "option --distances must be in [4, 100], got 1");
+  EXPECT_EQ(distances, (std::vector<int64_t>{4, 40, 100})) << "a rejected list leaves the field alone";
+  EXPECT_EQ(parse({"--distances", "8,x"}), "option --distances must be an integer, got 'x'");
+  EXPECT_NE(parse({"--distances", ""}).find("needs a comma-separated list"), std::string::npos);
+  EXPECT_EQ(parse({"--distances", "6", "--distances", "9,10"}), "");
+  EXPECT_EQ(distances, (std::vector<int64_t>{9, 10})) << "a later list replaces an earlier one";
+}
+
 }  // namespace
 }  // namespace sinklm

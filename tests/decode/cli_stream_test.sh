@@ -104,7 +104,7 @@ expect_recall_error() {  # expect_recall_error <text in the message> <args...>
 "$SINKLM_BIN" prepare synthetic --out "$work/backcopy" --train-tokens 2000 --validation-tokens 500 --test-tokens 500 \
   >/dev/null 2>&1
 expect_recall_error "--recall $work/backcopy: not a recall source" --recall "$work/backcopy"
-expect_recall_error "'2' is not an integer of at least 4" --recall "$work/recall" --distances 8,2
+expect_recall_error "option --distances must be in .4, 1e+12., got 2" --recall "$work/recall" --distances 8,2
 expect_recall_error "give exactly one of" --recall "$work/recall" --text "$work/text.txt"
 if "$SINKLM_BIN" prepare synthetic --task recall --triggers 3 --out "$work/r2" >/dev/null 2>"$work/err"; then
   echo "prepare synthetic --task recall --triggers should fail"; exit 1
