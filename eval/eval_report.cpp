@@ -100,6 +100,14 @@ void write_json(std::ostream& out, const nlohmann::json& j, int indent) {
   }
 }
 
+// A uniform guess's expected score, the mean over documents of 1/choices; null where there is none.
+nlohmann::json chance(const MetricResult& r) {
+  if (r.choices.empty()) return nullptr;
+  double sum = 0;
+  for (const int64_t c : r.choices) sum += 1.0 / static_cast<double>(c);
+  return sum / static_cast<double>(r.choices.size());
+}
+
 }  // namespace
 
 nlohmann::json results_json(nlohmann::json header, const std::vector<MetricResult>& results) {
@@ -119,7 +127,9 @@ nlohmann::json results_json(nlohmann::json header, const std::vector<MetricResul
                     {"proxy", r.proxy},
                     {"official", r.official},
                     {"data_sha256", r.data_sha256},
-                    {"per_document", per_document}});
+                    {"per_document", per_document},
+                    {"chance", chance(r)},
+                    {"choices_per_document", r.choices}});
   }
   header["results"] = list;
   return header;
@@ -146,6 +156,7 @@ std::vector<MetricResult> read_results_file(const std::string& path) {
       m.official = r.value("official", false);
       m.data_sha256 = r.value("data_sha256", "");
       m.per_document = r.value("per_document", std::vector<double>{});
+      m.choices = r.value("choices_per_document", std::vector<int64_t>{});
       out.push_back(std::move(m));
     }
     return out;

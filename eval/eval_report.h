@@ -3,8 +3,11 @@
 // results.json: {"format": "sinklm-eval", "version": 1, "checkpoint": "...", "sink_mode": "...",
 //                "tokenizer": "...", "data": "...", "limit": N,
 //                "results": [{"task", "metric", "value", "stderr", "n", "proxy", "official", "data_sha256",
-//                             "per_document": [...]}, ...]}
-// (per_document and the two before it are optional when read: older files lack them and cannot be paired.)
+//                             "per_document": [...], "chance", "choices_per_document": [...]}, ...]}
+// per_document: each document's score (acc: 0/1; perplexity: the word's log-prob); chance: a uniform guess's
+// expected acc, mean of 1/choices_per_document (null, and [], for last-word tasks and perplexity).
+// (per_document and the two before it are optional when read: older files lack them and cannot be paired;
+// older files lack chance and choices_per_document too.)
 // Accuracies are fractions in the file and percentages in the tables. Every table says where each task's
 // documents came from: official (the verified split shipped with sinklm), proxy (derived from sinklm's
 // held-out corpus) or --data (the user's files), and labels a task whose text is not what lm-eval scores under

@@ -58,7 +58,9 @@ std::vector<MetricResult> task_metrics(const ZeroShotTask& task,
                                        const std::vector<std::vector<ContinuationScore>>& scores) {
   SINKLM_ASSERT(scores.size() == task.docs.size());
   std::vector<double> acc, acc_norm, word_logprob;
+  std::vector<int64_t> choices;
   for (size_t d = 0; d < scores.size(); ++d) {
+    if (task.scoring != TaskScoring::LastWord) choices.push_back(static_cast<int64_t>(scores[d].size()));
     DocumentOutcome o = document_outcome(task, d, scores[d]);
     acc.push_back(o.pred == task.docs[d].gold);
     acc_norm.push_back(o.pred_norm == task.docs[d].gold);
@@ -66,8 +68,9 @@ std::vector<MetricResult> task_metrics(const ZeroShotTask& task,
   }
   const int64_t n = static_cast<int64_t>(scores.size());
   auto metric = [&](const char* name, MeanAndError m, const std::vector<double>& per_document) {
-    return MetricResult{task.name, name, m.mean, m.standard_error, n, task.proxy, task.official, task.data_sha256,
-                        per_document};
+    const bool guessable = std::string(name) != "perplexity";
+    return MetricResult{task.name,        name, m.mean, m.standard_error, n, task.proxy, task.official,
+                        task.data_sha256, per_document, guessable ? choices : std::vector<int64_t>{}};
   };
   std::vector<MetricResult> out{metric("acc", mean_and_error(acc), acc)};
   if (task.scoring == TaskScoring::MultipleChoice)

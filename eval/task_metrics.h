@@ -26,6 +26,10 @@ struct MetricResult {
   // Per document, the value whose mean is the metric: acc and acc_norm 1 (right) or 0; perplexity the word's
   // log-prob (the metric is exp(-mean)). `sinklm eval --compare` pairs them between two runs.
   std::vector<double> per_document;
+  // Per document, how many choices a guess picks from (multiple-choice and partial-scoring tasks: a uniform
+  // guess is right with probability 1/choices, so chance = their mean of 1/choices); empty for last-word tasks,
+  // whose greedy word has no fixed chance.
+  std::vector<int64_t> choices;
 };
 
 struct MeanAndError {

@@ -5,6 +5,8 @@ import json
 import os
 import sys
 
+import zero_shot_stats
+
 PAPER_STREAM = {"Vanilla": ["27.87", "18.49", "18.05", "18.05"], "Zero Sink": ["29214", "19.90", "18.27", "18.01"],
                 "Learnable Sink": ["1235", "18.01", "18.01", "18.02"]}
 # Tasks whose text is not what lm-eval scores under that name (eval/task_formats.cpp: the task's variant).
@@ -60,6 +62,67 @@ def streaming(out, names, window):
         print(f"| {model} | " + " | ".join(values) + " |")
 
 
+# "No cost" needs an equivalence margin: a paired difference whose 90% interval lies inside +-2 accuracy points.
+EQUIVALENCE_MARGIN = 0.02
+
+
+def p_text(p):
+    return "< 1e-300" if p == 0 else f"{p:.2g}"
+
+
+def chance_p(item):
+    """The two-sided p-value of the item's number right against uniform guessing, or None (no fixed chance)."""
+    choices = item.get("choices_per_document") or []
+    if not choices or not item.get("per_document") or not item["metric"].startswith("acc"):
+        return None
+    return zero_shot_stats.chance_test(int(round(sum(item["per_document"]))), choices)["p_value"]
+
+
+def score_cell(item):
+    if not item["metric"].startswith("acc"):
+        return f"{item['value']:.2f} ± {item['stderr']:.2f}"
+    p = chance_p(item)
+    return f"{100 * item['value']:.2f} ± {100 * item['stderr']:.2f}" + (f" (p {p_text(p)})" if p is not None else "")
+
+
+def paired_rows(results, keys):
+    """B - A per (task, metric) on the same documents: the mean, its 95% interval and the equivalence verdict."""
+    (name_a, a), (name_b, b) = list(results.items())[:2]
+    print(f"\nPaired difference on the same documents, {name_b} − {name_a}: the mean per-document difference with its "
+          f"95% Student-t interval; accuracy in points. Equivalence (two one-sided tests at 5%): equivalent when the 90% "
+          f"interval lies inside ±{100 * EQUIVALENCE_MARGIN:.0f} points, the margin within which we would call the "
+          "models' quality the same; different when the 95% interval excludes 0; otherwise undecided. LAMBADA's "
+          "perplexity is compared as the mean log-probability of the word (nats), with no margin.\n")
+    print("| task | metric | n | B − A | 95% interval | 90% interval | verdict |")
+    print("|---|---|---|---|---|---|---|")
+    verdicts = []
+    for task, metric in keys:
+        x = next((i for i in a["results"] if (i["task"], i["metric"]) == (task, metric)), None)
+        y = next((i for i in b["results"] if (i["task"], i["metric"]) == (task, metric)), None)
+        if not x or not y or not x.get("per_document") or x.get("data_sha256") != y.get("data_sha256") \
+                or len(x["per_document"]) != len(y["per_document"]):
+            continue
+        accuracy = metric.startswith("acc")
+        e = zero_shot_stats.equivalence(x["per_document"], y["per_document"], EQUIVALENCE_MARGIN)
+        scale = 100 if accuracy else 1
+        verdict = e["verdict"] if accuracy else ("different" if e["low"] > 0 or e["high"] < 0 else "no difference shown")
+        p = [chance_p(x), chance_p(y)]
+        if None not in p and max(p) >= 0.05:  # a model indistinguishable from guessing has no quality to lose
+            verdict += ", a model at chance"
+        if accuracy and metric == "acc":
+            verdicts.append(verdict)
+        print(f"| {task} | {metric if accuracy else 'word log-prob'} | {e['n']} | {scale * e['mean']:+.2f} | "
+              f"[{scale * e['low']:+.2f}, {scale * e['high']:+.2f}] | [{scale * e['tost_low']:+.2f}, "
+              f"{scale * e['tost_high']:+.2f}] | {verdict} |")
+    if verdicts:
+        counts = {v: sum(w.split(",")[0] == v for w in verdicts) for v in ("equivalent", "different", "undecided")}
+        at_chance = sum(w.endswith("at chance") for w in verdicts)
+        print(f"\nOn acc, of {len(verdicts)} sets: {counts['equivalent']} equivalent within ±"
+              f"{100 * EQUIVALENCE_MARGIN:.0f} points, {counts['different']} different, {counts['undecided']} undecided; "
+              f"on {at_chance} of them a model does not differ from chance (p >= 0.05), where equivalence says only "
+              "that neither learned the task, not that the sink costs nothing.")
+
+
 def zero_shot(out, names):
     results = {}
     for n in names:  # one results list per model
@@ -78,28 +141,28 @@ def zero_shot(out, names):
           "evaluation splits, embedded in sinklm (`sinklm eval --tasks all`; sources and licences in "
           "eval/benchmarks/). HellaSwag is its 10,042 validation items in llama.cpp's text form, whose text is "
           "cleaned differently from lm-eval's preprocessing: its scores are close to, not identical with, "
-          "lm-eval's `hellaswag` (the paper's). Accuracy in %, ± standard error; LAMBADA perplexity as is. "
-          "Models this small score near chance (25% for 4 choices, 50% for 2).\n")
-    print("| task | data | metric | n | " + " | ".join(results) + " |")
-    print("|---|---|---|---" + "|---" * len(results) + "|")
+          "lm-eval's `hellaswag` (the paper's). Accuracy in %, ± standard error, and in brackets the exact "
+          "two-sided p-value of the number right against uniform guessing (chance: the mean over documents of "
+          "1/choices; scripts/report/zero_shot_stats.py); LAMBADA's greedy word has no fixed chance, its "
+          "perplexity is as is.\n")
+    print("| task | data | metric | n | chance | " + " | ".join(results) + " |")
+    print("|---|---|---|---|---" + "|---" * len(results) + "|")
     for task, metric in keys:
-        cells, n = [], "-"
+        cells, n, chance = [], "-", "-"
         for r in results.values():
             item = next((i for i in r["results"] if i["task"] == task and i["metric"] == metric), None)
             if item is None:
                 cells.append("-")
                 continue
             n = item["n"]
-            scale = 100 if metric.startswith("acc") else 1
-            cells.append(f"{scale * item['value']:.2f} ± {scale * item['stderr']:.2f}")
+            if item.get("chance") is not None:
+                chance = f"{100 * item['chance']:.2f}"
+            cells.append(score_cell(item))
         label = f"{task} ({VARIANTS[task]})" if task in VARIANTS else task
         kind = "proxy" if task.startswith("proxy_") else "official"
-        print(f"| {label} | {kind} | {metric} | {n} | " + " | ".join(cells) + " |")
-    paired = f"{out}/eval-paired.md"
-    if os.path.exists(paired):
-        print("\nPaired difference on the same documents (`sinklm eval --compare`): B − A, the standard error of "
-              "the per-document differences, and whether |B − A| exceeds 2 SE.\n")
-        print(open(paired).read())
+        print(f"| {label} | {kind} | {metric} | {n} | {chance} | " + " | ".join(cells) + " |")
+    if len(results) >= 2:
+        paired_rows(results, keys)
     print("\nStreamingLLM, Table 4 (official sets, lm-eval's HellaSwag, 160M models):\n")
     print("| model | ARC-c | ARC-e | HellaSwag | LAMBADA | OBQA | PIQA | Winogrande |")
     print("|---|---|---|---|---|---|---|---|")

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "eval/eval_report.h"
 #include "eval/heatmap.h"
 #include "eval/png_image.h"
 #include "eval/task_formats.h"
@@ -148,6 +149,25 @@ TEST(TaskMetrics, AccAndAccNormDifferWhenLengthsDo) {
   EXPECT_EQ(metrics[0].value, 0.0);
   EXPECT_EQ(metrics[1].metric, "acc_norm");
   EXPECT_EQ(metrics[1].value, 1.0);
+}
+
+TEST(TaskMetrics, ChanceIsTheMeanOfOneOverEachDocumentsChoices) {
+  ZeroShotTask task;
+  task.name = "arc";
+  task.docs.push_back({{{"c", " a"}, {"c", " b"}}, {"a", "b"}, 0});
+  task.docs.push_back({{{"c", " a"}, {"c", " b"}, {"c", " c"}, {"c", " d"}}, {"a", "b", "c", "d"}, 3});
+  const auto metrics = task_metrics(task, {scores({-1, -2}), scores({-1, -2, -3, -4})});
+  for (const MetricResult& m : metrics) EXPECT_EQ(m.choices, (std::vector<int64_t>{2, 4})) << m.metric;
+  const nlohmann::json file = results_json({}, metrics);
+  EXPECT_DOUBLE_EQ(file["results"][0]["chance"].get<double>(), (1.0 / 2 + 1.0 / 4) / 2);
+  const std::string path = testing::TempDir() + "/chance.json";
+  std::ofstream(path) << results_file_text(file);
+  EXPECT_EQ(read_results_file(path)[1].choices, (std::vector<int64_t>{2, 4})) << "read back";
+  ZeroShotTask lambada;
+  lambada.scoring = TaskScoring::LastWord;
+  lambada.docs.push_back({{{"c", " w"}}, {}, 0});
+  const nlohmann::json open_vocabulary = results_json({}, task_metrics(lambada, {{{-1.0, true, 1}}}));
+  for (const auto& r : open_vocabulary["results"]) EXPECT_TRUE(r["chance"].is_null()) << r["metric"];
 }
 
 TEST(TaskMetrics, TiesGoToTheFirstChoiceAndStderrIsTheSampleOne) {
