@@ -78,6 +78,14 @@ def chance_p(item):
     return zero_shot_stats.chance_test(int(round(sum(item["per_document"]))), choices)["p_value"]
 
 
+def above_chance(item):
+    """Better than guessing at 5% (two-sided p < 0.05 and above chance); with no fixed chance, above 0."""
+    p = chance_p(item)
+    if p is None:
+        return item["value"] > 0
+    return p < 0.05 and item["value"] > item["chance"]
+
+
 def score_cell(item):
     if not item["metric"].startswith("acc"):
         return f"{item['value']:.2f} ± {item['stderr']:.2f}"
@@ -91,7 +99,8 @@ def paired_rows(results, keys):
     print(f"\nPaired difference on the same documents, {name_b} − {name_a}: the mean per-document difference with its "
           f"95% Student-t interval; accuracy in points. Equivalence (two one-sided tests at 5%): equivalent when the 90% "
           f"interval lies inside ±{100 * EQUIVALENCE_MARGIN:.0f} points, the margin within which we would call the "
-          "models' quality the same; different when the 95% interval excludes 0; otherwise undecided. LAMBADA's "
+          "models' quality the same; different when the 95% interval excludes 0; otherwise undecided; 'not above chance' "
+          "where a model's number right is not significantly above a guesser's. LAMBADA's "
           "perplexity is compared as the mean log-probability of the word (nats), with no margin.\n")
     print("| task | metric | n | B − A | 95% interval | 90% interval | verdict |")
     print("|---|---|---|---|---|---|---|")
@@ -106,9 +115,8 @@ def paired_rows(results, keys):
         e = zero_shot_stats.equivalence(x["per_document"], y["per_document"], EQUIVALENCE_MARGIN)
         scale = 100 if accuracy else 1
         verdict = e["verdict"] if accuracy else ("different" if e["low"] > 0 or e["high"] < 0 else "no difference shown")
-        p = [chance_p(x), chance_p(y)]
-        if None not in p and max(p) >= 0.05:  # a model indistinguishable from guessing has no quality to lose
-            verdict += ", a model at chance"
+        if accuracy and not (above_chance(x) and above_chance(y)):  # a model that learned nothing has nothing to lose
+            verdict += ", a model not above chance"
         if accuracy and metric == "acc":
             verdicts.append(verdict)
         print(f"| {task} | {metric if accuracy else 'word log-prob'} | {e['n']} | {scale * e['mean']:+.2f} | "
@@ -116,11 +124,11 @@ def paired_rows(results, keys):
               f"{scale * e['tost_high']:+.2f}] | {verdict} |")
     if verdicts:
         counts = {v: sum(w.split(",")[0] == v for w in verdicts) for v in ("equivalent", "different", "undecided")}
-        at_chance = sum(w.endswith("at chance") for w in verdicts)
+        at_chance = sum(w.endswith("not above chance") for w in verdicts)
         print(f"\nOn acc, of {len(verdicts)} sets: {counts['equivalent']} equivalent within ±"
               f"{100 * EQUIVALENCE_MARGIN:.0f} points, {counts['different']} different, {counts['undecided']} undecided; "
-              f"on {at_chance} of them a model does not differ from chance (p >= 0.05), where equivalence says only "
-              "that neither learned the task, not that the sink costs nothing.")
+              f"on {at_chance} of them a model scores no better than guessing (p >= 0.05, or below chance; LAMBADA: 0), "
+              "where equivalence says only that a model did not learn the task, not that the sink costs nothing.")
 
 
 def zero_shot(out, names):
