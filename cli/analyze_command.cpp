@@ -34,6 +34,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "core/args.h"
@@ -45,6 +46,7 @@
 #include "model/attention_mass.h"
 #include "eval/head_classification.h"
 #include "eval/heatmap.h"
+#include "eval/sink_interventions.h"
 #include "decode/cached_decoder.h"
 
 namespace sinklm {
@@ -95,7 +97,7 @@ constexpr int64_t kCalibrationSeed = 0xCA11B;
 // Every flag of `analyze`, bound to what it sets; -1 / "": a default that follows the model or another flag.
 struct AnalyzeFlags {
   ModelFlags model;
-  std::string text, out, layers, classify_heads, recall, positions = "cache", score;
+  std::string text, out, layers, classify_heads, recall, positions = "cache", score, trigger_tokens, substitute = "\n";
   int64_t tokens = -1, segments = 8, first = 4, map_tokens = 16;
   int64_t window = 1024, sinks = -1, retrieval_window = -1, retrieval_heads = -1, pairs = RecallProbeOptions{}.pairs;
   std::vector<int64_t> calibration_distances;  // empty: W + (R - W)/4, /2, 3/4
@@ -115,7 +117,11 @@ std::vector<FlagSpec> analyze_flags(AnalyzeFlags& f) {
        flag(&f.classify_heads, "classify-heads", "FILE", "write a head-policy file for --cache heads instead (no --out)"),
        flag(&f.recall, "recall", "DIR", "classify: calibrate on a recall source's stream instead of --text"),
        flag(&f.window, "window", "W", "classify: the streaming heads' cache budget", kCount),
-       flag(&f.sinks, "sinks", "S", "classify: sink entries (-1: the model's cache default)", kOrDefault),
+       flag(&f.trigger_tokens, "trigger-tokens", "CHARS",
+            "queries at these characters' tokens (a synthetic source's triggers) reported apart from the others"),
+       flag(&f.substitute, "substitute", "TEXT", "one token put in the sinks' place (default a newline, as Table 1)"),
+       flag(&f.sinks, "sinks", "S",
+            "sink positions the interventions act on; classify: sink entries (-1: the model's cache default)", kOrDefault),
        flag(&f.retrieval_window, "retrieval-window", "R", "classify: the retrieval heads' budget (-1: 4 W)", kOrDefault),
        flag(&f.positions, "positions", "RULE", "classify: cache | stream, for the recall probe"),
        flag(&f.retrieval_heads, "retrieval-heads", "K", "classify: heads that keep the retrieval budget (-1: 1/4)", kOrDefault),
@@ -148,6 +154,65 @@ void print_scores(const std::string& caption, const torch::Tensor& score, const 
       std::printf(" %.4f%s |", score[l][h].item<double>(), roles.is_retrieval(l, h) ? "*" : "");
   }
   std::printf("\n\n");
+}
+
+// The one id `text` encodes to; `flag` names the input in the error.
+int64_t single_token(const std::string& text, const TextCodec& codec, const std::string& flag) {
+  const std::vector<int64_t> ids = codec.encode(text);
+  if (ids.size() != 1) fail(flag, " '", text, "': encodes to ", ids.size(), " tokens, not one");
+  return ids[0];
+}
+
+// --trigger-tokens: per segment [T], true at the queries whose token is one of the characters' (empty: none).
+std::vector<std::vector<bool>> trigger_queries(const std::vector<std::vector<int64_t>>& segments, const std::string& chars,
+                                               const TextCodec& codec) {
+  if (chars.empty()) return {};
+  std::set<int64_t> ids;
+  for (char ch : chars) ids.insert(single_token(std::string(1, ch), codec, "--trigger-tokens"));
+  std::vector<std::vector<bool>> out;
+  for (const auto& segment : segments) {
+    out.emplace_back(segment.size());
+    for (size_t q = 0; q < segment.size(); ++q) out.back()[q] = ids.count(segment[q]) > 0;
+  }
+  return out;
+}
+
+nlohmann::json loss_json(const InterventionLoss& loss) {
+  return {{"all", loss.all}, {"trigger", loss.trigger}, {"other", loss.other}};  // NaN is written as null
+}
+
+// heads.json's "mechanism": the query classes and the interventions' losses (eval/sink_interventions.h).
+nlohmann::json mechanism_json(const AttentionMass& stats, const SinkInterventions& r, const AnalyzeFlags& f) {
+  nlohmann::json classes = nullptr;
+  if (stats.sink_trigger.defined())
+    classes = {{"trigger_tokens", f.trigger_tokens}, {"trigger_queries", stats.trigger_queries},
+               {"other_queries", stats.other_queries}};
+  return {{"query_classes", classes},
+          {"interventions",
+           {{"sinks", r.sinks}, {"substitute", {{"text", f.substitute}, {"id", r.substitute}}},
+            {"targets", r.targets}, {"trigger_targets", r.trigger_targets},
+            {"nll", {{"intact", loss_json(r.intact)}, {"evicted", loss_json(r.evicted)},
+                     {"masked", loss_json(r.masked)}, {"substituted", loss_json(r.substituted)}}}}}};
+}
+
+// analysis.md's mechanism table: each intervention's loss beside the intact one, per query class.
+void mechanism_markdown(std::ostream& md, const SinkInterventions& r, bool classes) {
+  md << "\nInterventions on positions 0.." << r.sinks - 1 << " (mean NLL of the same " << r.targets
+     << " far targets; masked: no later query attends them; substituted: token " << r.substitute << " there)\n\n"
+     << "| | all |" << (classes ? " at triggers | elsewhere |" : "") << "\n|---|---:|" << (classes ? "---:|---:|" : "")
+     << "\n";
+  const std::pair<const char*, const InterventionLoss*> rows[] = {
+      {"intact", &r.intact}, {"evicted", &r.evicted}, {"masked", &r.masked}, {"substituted", &r.substituted}};
+  char cell[64];
+  for (const auto& [name, loss] : rows) {
+    md << "| " << name << " |";
+    for (double v : {loss->all, loss->trigger, loss->other}) {
+      std::snprintf(cell, sizeof cell, " %.4f |", v);
+      md << cell;
+      if (!classes) break;
+    }
+    md << "\n";
+  }
 }
 
 int classify_heads(const AnalyzeFlags& f, InferenceModel& m, int64_t T, int64_t max_segments) {
@@ -246,7 +311,14 @@ int run_analyze_command(const std::vector<std::string>& argv) {
     fail("--text ", args.get("text"), ": ", text.size(), " tokens, fewer than one segment of ", per_segment,
          " (lower --tokens or give more text)");
 
-  const AttentionMass stats = measure_attention_mass(m.loaded.model, cut_segments(c, text, per_segment, segments), k, M);
+  const int64_t intervened = f.sinks >= 0 ? f.sinks : default_cache_sinks(c);
+  if (intervened < 1 || intervened >= T / 2)
+    fail("--sinks ", intervened, ": the interventions need 1 .. ", T / 2 - 1, " sink positions (before the far queries)");
+  const auto cut = cut_segments(c, text, per_segment, segments);
+  const auto trigger = trigger_queries(cut, f.trigger_tokens, *m.codec);
+  const AttentionMass stats = measure_attention_mass(m.loaded.model, cut, k, M, trigger);
+  const SinkInterventions interventions =
+      intervene_on_sink(m.loaded.model, cut, intervened, single_token(f.substitute, *m.codec, "--substitute"), trigger);
   const int64_t far = stats.far;
   const SinkSite site = sink_site(c.sink_mode);
   const bool explicit_sink = site == SinkSite::Tokens, implicit_sink = site == SinkSite::Column;
@@ -272,7 +344,9 @@ int run_analyze_command(const std::vector<std::string>& argv) {
      << "| layer | mean mass on " << headline_name << " | largest head | head"
      << (sink_is_not_text ? " | mean mass on position 0" : "");
   for (const SinkStatistic& statistic : stats.statistic_specs) md << " | " << statistic.column;
-  md << " |\n|---:|---:|---:|---:|" << (sink_is_not_text ? "---:|" : "");
+  const bool classes = stats.sink_trigger.defined();
+  md << " | value norm: sink / text" << (classes ? " | mass on " + headline_name + ": triggers / elsewhere" : "");
+  md << " |\n|---:|---:|---:|---:|" << (sink_is_not_text ? "---:|" : "") << "---:|" << (classes ? "---:|" : "");
   for (size_t s = 0; s < stats.statistics.size(); ++s) md << "---:|";
   md << "\n";
   for (int64_t l = 0; l < L; ++l) {
@@ -285,6 +359,12 @@ int run_analyze_command(const std::vector<std::string>& argv) {
       if (implicit_sink) head["implicit_sink"] = stats.sink[l][h].item<double>();
       for (size_t s = 0; s < stats.statistics.size(); ++s)
         head[stats.statistic_specs[s].name] = stats.statistics[s][l][h].item<double>();
+      head["sink_value_norm"] = stats.sink_value_norm[l][h].item<double>();
+      head["value_norm"] = stats.value_norm[l][h].item<double>();
+      if (stats.sink_trigger.defined()) {
+        head["sink_at_trigger"] = stats.sink_trigger[l][h].item<double>();
+        head["sink_at_other"] = stats.sink_other[l][h].item<double>();
+      }
       heads.push_back(head);
     }
     report["layers"].push_back({{"layer", l}, {"heads", heads}});
@@ -301,8 +381,18 @@ int run_analyze_command(const std::vector<std::string>& argv) {
       std::snprintf(row, sizeof row, " %.3f |", statistic[l].mean().item<double>());
       md << row;
     }
+    std::snprintf(row, sizeof row, " %.3f / %.3f |", stats.sink_value_norm[l].mean().item<double>(),
+                  stats.value_norm[l].mean().item<double>());
+    md << row;
+    if (classes) {
+      std::snprintf(row, sizeof row, " %.3f / %.3f |", stats.sink_trigger[l].mean().item<double>(),
+                    stats.sink_other[l].mean().item<double>());
+      md << row;
+    }
     md << "\n";
   }
+  report["mechanism"] = mechanism_json(stats, interventions, f);
+  mechanism_markdown(md, interventions, classes);
 
   AtomicDirWriter writer(args.require("out"));
   std::vector<float> sink_mass(headline.data_ptr<float>(), headline.data_ptr<float>() + L * H);

@@ -119,7 +119,7 @@ RecallPolicy recall_policy(const std::string& item, const CacheOptions& cache, c
   const size_t colon = item.find(':');
   o.policy = item.substr(0, colon);
   const std::string value = colon == std::string::npos ? "" : item.substr(colon + 1);
-  if (o.policy == "heads" && !value.empty()) o.head_roles = std::make_shared<HeadRoles>(read_head_roles(value));
+  if (o.policy == "heads" && !value.empty()) o.head_roles = std::make_shared<HeadRoles>(read_head_roles(value, "--recall-policies heads:"));
   else if (!value.empty()) o.window = parse_integer(value, 1, "--recall-policies " + item);
   if (o.policy == "window") o.sinks = 0;
   if (o.policy != "heads") o.head_roles = nullptr, o.retrieval_window = -1;

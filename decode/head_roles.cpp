@@ -50,16 +50,17 @@ HeadRoles head_roles_from_json(const nlohmann::json& json, const std::string& wh
   return roles;
 }
 
-HeadRoles read_head_roles(const std::string& path) {
+HeadRoles read_head_roles(const std::string& path, const std::string& option) {
+  const std::string where = option + (option.back() == ':' ? "" : " ") + path;
   std::ifstream in(path);
-  if (!in) fail("--head-policy ", path, ": cannot open");
+  if (!in) fail(where, ": cannot open");
   nlohmann::json json;
   try {
     json = nlohmann::json::parse(in);
   } catch (const std::exception& e) {
-    fail("--head-policy ", path, ": not JSON (", e.what(), ")");
+    fail(where, ": not JSON (", e.what(), ")");
   }
-  HeadRoles roles = head_roles_from_json(json, "--head-policy " + path);
+  HeadRoles roles = head_roles_from_json(json, where);
   roles.source = path;
   return roles;
 }

@@ -32,7 +32,8 @@ struct HeadRoles {
 
 // UserError naming `where` and the field.
 HeadRoles head_roles_from_json(const nlohmann::json& json, const std::string& where);
-HeadRoles read_head_roles(const std::string& path);
+// `option` names what gave the path in messages ("--head-policy", "--recall-policies heads:").
+HeadRoles read_head_roles(const std::string& path, const std::string& option = "--head-policy");
 // The fields head_roles_from_json reads ("format", "version", "layers", "heads", "retrieval").
 nlohmann::json head_roles_json(const HeadRoles& roles);
 

@@ -7,8 +7,35 @@
 
 namespace sinklm {
 
+namespace {
+
+// [H]: the sink's value norm in one layer's record (model/sink.h: sink_site).
+torch::Tensor sink_value_norm(const ModelConfig& c, const AttentionRecord& record, int64_t layer) {
+  const torch::Tensor& norms = record.value_norms[layer];  // [H, T]
+  switch (sink_site(c.sink_mode)) {
+    case SinkSite::Tokens: return norms.narrow(1, 0, sink_prefix_length(c)).mean(1);
+    case SinkSite::Column:
+      SINKLM_ASSERT(static_cast<int64_t>(record.column_value_norms.size()) > layer, "a column site without a column");
+      return record.column_value_norms[layer];
+    case SinkSite::FirstPosition: return norms.select(1, 0);
+  }
+  SINKLM_ASSERT(false, "unhandled SinkSite");
+}
+
+// Adds the sink mass of the far queries of each class (per_query [H, Q]) to the sums, counts them.
+void add_by_class(AttentionMass& mass, int64_t layer, const torch::Tensor& per_query, const std::vector<bool>& trigger) {
+  std::vector<int64_t> rows[2];
+  for (int64_t q = mass.far; q < mass.tokens; ++q) rows[trigger[q] ? 0 : 1].push_back(q - mass.far);
+  torch::Tensor* sums[2] = {&mass.sink_trigger, &mass.sink_other};
+  for (int i = 0; i < 2; ++i)
+    if (!rows[i].empty()) (*sums[i])[layer] += per_query.index_select(1, torch::tensor(rows[i])).sum(1);
+  if (layer == 0) mass.trigger_queries += rows[0].size(), mass.other_queries += rows[1].size();
+}
+
+}  // namespace
+
 AttentionMass measure_attention_mass(GPTNeoXForCausalLM& model, const std::vector<std::vector<int64_t>>& segments,
-                                     int64_t first, int64_t map_tokens) {
+                                     int64_t first, int64_t map_tokens, const std::vector<std::vector<bool>>& trigger) {
   const ModelConfig& c = model->config();
   const int64_t L = c.num_layers, H = c.num_heads, sinks = sink_prefix_length(c);
   SINKLM_ASSERT(!segments.empty(), "no segments to analyse");
@@ -21,19 +48,29 @@ AttentionMass measure_attention_mass(GPTNeoXForCausalLM& model, const std::vecto
   mass.sink = torch::zeros({L, H}, f64);
   mass.first_positions = torch::zeros({L, H, first}, f64);
   mass.key0 = torch::zeros({L, H}, f64);
+  mass.sink_value_norm = torch::zeros({L, H}, f64);
+  mass.value_norm = torch::zeros({L, H}, f64);
+  SINKLM_ASSERT(trigger.empty() || trigger.size() == segments.size(), "one query class list per segment");
+  if (!trigger.empty()) mass.sink_trigger = torch::zeros({L, H}, f64), mass.sink_other = torch::zeros({L, H}, f64);
   if (map_tokens > 0) mass.maps.assign(L, torch::zeros({map_tokens, map_tokens}, f64));
   mass.statistic_specs = sink_mode_spec(c.sink_mode).statistics;
   mass.statistics.assign(mass.statistic_specs.size(), torch::Tensor());
   for (auto& t : mass.statistics) t = torch::zeros({L, H}, f64);
   const torch::Device device = model->embed_out->weight.device();
-  for (const auto& ids : segments) {
+  for (size_t segment = 0; segment < segments.size(); ++segment) {
+    const auto& ids = segments[segment];
     SINKLM_ASSERT(static_cast<int64_t>(ids.size()) == T, "segments of different lengths");
+    SINKLM_ASSERT(trigger.empty() || static_cast<int64_t>(trigger[segment].size()) == T, "one query class per position");
     auto input = torch::tensor(ids, torch::kInt64).unsqueeze(0).to(device);
     const AttentionRecord record = record_attention(model, input);
     for (int64_t l = 0; l < L; ++l) {
       const torch::Tensor p = record.probabilities[l].to(torch::kFloat64);  // [H, T, T]
       const torch::Tensor far_rows = p.narrow(1, mass.far, T - mass.far);  // [H, Q, T]
-      mass.sink[l] += sink_attention_mass(c, far_rows).mean(1);
+      const torch::Tensor per_query = sink_attention_mass(c, far_rows);  // [H, Q]
+      mass.sink[l] += per_query.mean(1);
+      if (!trigger.empty()) add_by_class(mass, l, per_query, trigger[segment]);
+      mass.sink_value_norm[l] += sink_value_norm(c, record, l).to(torch::kFloat64);
+      mass.value_norm[l] += record.value_norms[l].narrow(1, sinks, T - sinks).mean(1).to(torch::kFloat64);
       mass.first_positions[l] += far_rows.narrow(2, sinks, first).mean(1);
       mass.key0[l] += p.select(2, 0).mean(1);
       if (map_tokens > 0) mass.maps[l] += p.narrow(1, 0, map_tokens).narrow(2, 0, map_tokens).mean(0);
@@ -42,7 +79,11 @@ AttentionMass measure_attention_mass(GPTNeoXForCausalLM& model, const std::vecto
     }
   }
   const double n = static_cast<double>(segments.size());
-  for (auto* t : {&mass.sink, &mass.first_positions, &mass.key0}) *t /= n;
+  for (auto* t : {&mass.sink, &mass.first_positions, &mass.key0, &mass.sink_value_norm, &mass.value_norm}) *t /= n;
+  if (!trigger.empty()) {
+    mass.sink_trigger /= static_cast<double>(std::max<int64_t>(mass.trigger_queries, 1));
+    mass.sink_other /= static_cast<double>(std::max<int64_t>(mass.other_queries, 1));
+  }
   for (auto& t : mass.statistics) t /= n;
   for (auto& map : mass.maps) map /= n;
   return mass;

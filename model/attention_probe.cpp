@@ -17,6 +17,10 @@ class ProbingAttention : public CausalAttention {
     auto rotated_q = apply_rotary(q, cos_, sin_), rotated_k = apply_rotary(k, cos_, sin_);
     SINKLM_ASSERT(static_cast<int64_t>(record.probabilities.size()) == layer, "layers must be probed in order");
     record.probabilities.push_back(causal_attention_probabilities(rotated_q, rotated_k, sink)[0].cpu());  // [H, T, T]
+    record.value_norms.push_back(v[0].to(torch::kFloat32).norm(2, -1).cpu());                          // [H, T]
+    if (sink.present())
+      record.column_value_norms.push_back(sink.value.defined() ? sink.value.to(torch::kFloat32).norm(2, -1).cpu()
+                                                               : torch::zeros({q.size(1)}));  // [H]
     return causal_attention(rotated_q, rotated_k, v, sink, impl_);
   }
   // The probe needs q and k after rotary: always through attend().

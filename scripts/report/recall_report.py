@@ -66,9 +66,26 @@ def table(name, result, trained):
                   "and its agreement with the bounded caches show.\n")
 
 
+def panels(count, least_width, panel_width, height):
+    """One figure with `count` panels side by side sharing the y axis (recall from 0 to 1)."""
+    fig, axes = plt.subplots(1, count, figsize=(max(least_width, panel_width * count), height), sharey=True)
+    axes = list(axes) if count > 1 else [axes]
+    for ax in axes:
+        ax.set_ylim(-0.02, 1.02)
+    return fig, axes
+
+
+def finish(fig, axes, ylabel, legend_loc, title, path):
+    axes[0].set_ylabel(ylabel)
+    axes[-1].legend(fontsize=8, loc=legend_loc)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def plot(results, path):
-    fig, axes = plt.subplots(1, len(results), figsize=(max(7.5, 5.2 * len(results)), 4.0), sharey=True)
-    axes = axes if len(results) > 1 else [axes]
+    fig, axes = panels(len(results), 7.5, 5.2, 4.0)
     for ax, (name, result) in zip(axes, results):
         for i, policy in enumerate(result["policies"]):
             d = [p["distance"] for p in policy["points"]]
@@ -79,15 +96,10 @@ def plot(results, path):
             ax.axvline(heads[0]["budget"], color="grey", linestyle="-.", label=f"retrieval budget R = {heads[0]['budget']}")
         ax.axhline(result["chance"], color="black", linestyle="--", linewidth=0.8, label="chance")
         ax.set_xscale("log", base=2)
-        ax.set_ylim(-0.02, 1.02)
         ax.set_xlabel("distance from fact to query (tokens)")
         ax.set_title(f"{name} ({result['sink_mode']})")
-    axes[0].set_ylabel("recall accuracy (top-1 = the fact's value)")
-    axes[-1].legend(fontsize=8, loc="center left")
-    fig.suptitle("Recall vs distance: facts planted d tokens before their queries", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    finish(fig, axes, "recall accuracy (top-1 = the fact's value)", "center left",
+           "Recall vs distance: facts planted d tokens before their queries", path)
 
 
 def with_mass_heads(recall_dir, name, result):
@@ -185,8 +197,7 @@ def curve_table(recall_dir, name):
 
 
 def plot_curves(curves, path):
-    fig, axes = plt.subplots(1, len(curves), figsize=(max(6.0, 4.8 * len(curves)), 3.6), sharey=True)
-    axes = axes if len(curves) > 1 else [axes]
+    fig, axes = panels(len(curves), 6.0, 4.8, 3.6)
     for ax, (name, rows) in zip(axes, curves):
         kib = [r[1] for r in rows]
         ax.plot(kib, [r[2] for r in rows], marker="o", label="head-aware: top K heads at R")
@@ -194,14 +205,9 @@ def plot_curves(curves, path):
         for k, x, y in ((r[0], r[1], r[2]) for r in rows):
             ax.annotate(f"K={k}", (x, y), textcoords="offset points", xytext=(3, -10), fontsize=7)
         ax.set_xlabel("K/V KiB per stream")
-        ax.set_ylim(-0.02, 1.02)
         ax.set_title(name)
-    axes[0].set_ylabel("mean recall beyond W, below R")
-    axes[-1].legend(fontsize=8, loc="lower right")
-    fig.suptitle("Memory-recall curve: which heads keep the long cache", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    finish(fig, axes, "mean recall beyond W, below R", "lower right",
+           "Memory-recall curve: which heads keep the long cache", path)
 
 
 def classification(recall_dir, name):

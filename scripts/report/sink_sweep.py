@@ -6,8 +6,10 @@ train.threads=1, model.init_seed and data.seed 1233 + S, the same schedule), the
 test stream: `sinklm analyze` (mean attention over heads per layer on the mode's sink site: the sink token,
 the sink column, or position 0; queries in the second half of 64-position segments) and `sinklm stream
 --compare` (perplexity through 0+W, 1+(W-1), 2+(W-2), 4+(W-4) with W = the training length), the last
-validation loss of metrics.jsonl, and the largest |value| of the mode's sink parameters in the checkpoint
-(sink_logit, sink_key, sink_value: how far training moved them from their init).
+validation loss of metrics.jsonl, the largest |value| of the mode's sink parameters in the checkpoint
+(sink_logit, sink_key, sink_value: how far training moved them from their init), and the mechanism: analyze's
+sink mass at the trigger queries and elsewhere, the sink's value norm beside the text keys', and the NLL that
+masking the sink or putting an ordinary token in its place adds (eval/sink_interventions.h).
 
 Seed S = 1 is the main job's own seed (data seed 1, init and order seed 1234). With --seeds N > 1, a table of
 every (setting, variant, seed) and a summary per (setting, variant): the mean with its 95% Student-t
@@ -111,6 +113,27 @@ def site_mass(head):
     return head["first_positions"][0]
 
 
+# The synthetic source's trigger characters (data/synthetic/bigram_backcopy.h) and an ordinary symbol: analyze
+# splits the sink mass and the interventions' losses at trigger queries from the rest, and puts 'a' in the
+# sinks' place for the substitution.
+TRIGGERS, ORDINARY = "!?#$%&*+", "a"
+INTERVENTIONS = ("masked", "substituted")
+
+
+def mechanism(heads):
+    """Per layer (mean over heads) the sink mass at trigger queries and elsewhere and the sink's value norm over
+    the text keys' mean; per intervention the NLL it adds at trigger queries and elsewhere (heads.json)."""
+    def per_layer(key):
+        return [sum(h[key] for h in layer["heads"]) / len(layer["heads"]) for layer in heads["layers"]]
+    nll = heads["mechanism"]["interventions"]["nll"]
+    value = [s / t for s, t in zip(per_layer("sink_value_norm"), per_layer("value_norm"))]
+    out = {"trigger_mass": per_layer("sink_at_trigger"), "other_mass": per_layer("sink_at_other"), "value_ratio": value}
+    for name in INTERVENTIONS:
+        out[name] = {c: (nll[name][c] - nll["intact"][c]) if nll[name][c] is not None else None
+                     for c in ("trigger", "other")}
+    return out
+
+
 def measure(run_dir, data_dir, log, stream_tokens):
     """One trained model's measurements (cached beside it: analyze/heads.json, stream.json)."""
     ckpt = newest_checkpoint(run_dir)
@@ -118,7 +141,7 @@ def measure(run_dir, data_dir, log, stream_tokens):
     analysis = os.path.join(run_dir, "analyze")
     if not os.path.exists(os.path.join(analysis, "heads.json")):
         run([SINKLM, "analyze", "--checkpoint", ckpt, "--text", f"{data_dir}/test.txt", "--tokens", "64",
-             "--segments", "32", "--out", analysis], log)
+             "--segments", "32", "--trigger-tokens", TRIGGERS, "--substitute", ORDINARY, "--out", analysis], log)
     heads = json.load(open(os.path.join(analysis, "heads.json")))
     mass = [sum(site_mass(h) for h in layer["heads"]) / len(layer["heads"]) for layer in heads["layers"]]
     stream_json = os.path.join(run_dir, "stream.json")
@@ -131,7 +154,8 @@ def measure(run_dir, data_dir, log, stream_tokens):
              for name, flags in (("eight", ["--cache", "sink_window", "--sinks", "8"]), ("recompute", ["--cache", "recompute"]))}
     return {"steps": int(saved_value(run_dir, "steps")), "val_loss": last_validation_loss(run_dir),
             "sink_mass": mass, "ppl": ppl + [extra["eight"]], "recompute_ppl": extra["recompute"],
-            "evict": ppl[0] / ppl[1], "four": ppl[-1] / ppl[1], "sink_parameters": sink_parameter_sizes(ckpt)}
+            "evict": ppl[0] / ppl[1], "four": ppl[-1] / ppl[1], "sink_parameters": sink_parameter_sizes(ckpt),
+            "mechanism": mechanism(heads)}
 
 
 def stream_ppl(run_dir, ckpt, data_dir, window, stream_tokens, log, name, flags):
@@ -195,7 +219,31 @@ def summarize(rows, effect):
             "sink_parameters": {k: seed_stats.mean_interval([r["sink_parameters"].get(k, 0.0) for r in rows])
                                 for k in names},
             "ppl": [seed_stats.mean_interval([r["ppl"][i] for r in rows]) for i in range(len(CACHES))],
-            "recompute_ppl": seed_stats.mean_interval([r["recompute_ppl"] for r in rows])}
+            "recompute_ppl": seed_stats.mean_interval([r["recompute_ppl"] for r in rows]),
+            "mechanism": summarize_mechanism([r["mechanism"] for r in rows])}
+
+
+def summarize_mechanism(rows):
+    """mechanism() of each seed -> the same keys, each value the mean with its 95% interval (None: not defined)."""
+    out = {key: [seed_stats.mean_interval([r[key][i] for r in rows]) for i in range(len(rows[0][key]))]
+           for key in ("trigger_mass", "other_mass", "value_ratio")}
+    for name in INTERVENTIONS:
+        out[name] = {c: None if rows[0][name][c] is None else seed_stats.mean_interval([r[name][c] for r in rows])
+                     for c in ("trigger", "other")}
+    return out
+
+
+def mechanism_table(summaries):
+    """What each variant's sink does, over seeds: where its mass goes by query class, its value norm, and what
+    masking it or putting an ordinary token in its place costs at trigger queries and elsewhere."""
+    print("| setting | variant | seeds | sink mass at triggers | sink mass elsewhere | sink value norm ÷ text's "
+          "| masked: +NLL at triggers | masked: +NLL elsewhere | substituted: +NLL at triggers | substituted: +NLL elsewhere |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for (name, mode), s in summaries.items():
+        m, interval = s["mechanism"], seed_stats.format_interval
+        layers = [" / ".join(interval(v, 3) for v in m[key]) for key in ("trigger_mass", "other_mass", "value_ratio")]
+        costs = [interval(m[i][c], 3) if m[i][c] else "-" for i in INTERVENTIONS for c in ("trigger", "other")]
+        print(f"| {name} | {mode} | {s['seeds']} | " + " | ".join(layers + costs) + " |")
 
 
 def summary_table(summaries, effect):
@@ -281,6 +329,10 @@ def main():
     if args.seeds > 1:
         print("\nMean over seeds with its 95% Student-t interval (ratios: geometric mean, interval on the log scale):\n")
         summary_table(summaries, args.effect)
+        print("\nThe mechanism (`sinklm analyze --trigger-tokens --substitute`, same held-out stream; per layer, "
+              "mean over heads; +NLL: nats added per far target, paired with the intact model; 95% Student-t "
+              "interval):\n")
+        mechanism_table(summaries)
         print("\nPerplexity by cache (mean over seeds, 95% Student-t interval; W = the training length):\n")
         cache_table(summaries)
         if args.baseline in args.variants.split(","):

@@ -105,6 +105,8 @@ expect_recall_error() {  # expect_recall_error <text in the message> <args...>
   >/dev/null 2>&1
 expect_recall_error "--recall $work/backcopy: not a recall source" --recall "$work/backcopy"
 expect_recall_error "option --distances must be in .4, 1e+12., got 2" --recall "$work/recall" --distances 8,2
+expect_recall_error "--recall-policies heads:$work/bad-heads.json: \"retrieval\"\[0\] has 9" --recall "$work/recall" \
+  --recall-policies "heads:$work/bad-heads.json"
 expect_recall_error "give exactly one of" --recall "$work/recall" --text "$work/text.txt"
 if "$SINKLM_BIN" prepare synthetic --task recall --triggers 3 --out "$work/r2" >/dev/null 2>"$work/err"; then
   echo "prepare synthetic --task recall --triggers should fail"; exit 1

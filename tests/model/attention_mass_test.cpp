@@ -1,9 +1,10 @@
-// The output-gate statistics of model/attention_mass.h (what `sinklm analyze` and the training probe report
-// for a gated model) against the gates computed by hand from layer 0's own modules.
+// What model/attention_mass.h reports (`sinklm analyze` and the training probe) against values computed by
+// hand from layer 0's own modules: the output gates of a gated model, the value norms, the query classes.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include "model/attention_mass.h"
+#include "model/sink.h"
 #include "tests/model/model_test_support.h"
 
 namespace sinklm {
@@ -30,6 +31,52 @@ TEST(AttentionMass, GateStatisticsAreLayerZerosGatesComputedByHand) {
     EXPECT_TRUE(torch::allclose(gate_dormant[0], dormant, 0, 1e-12)) << gate;
     EXPECT_GT(dormant.max().item<double>(), 0.0) << gate << ": the randomised gates should close some heads";
   }
+}
+
+// Layer 0's value vectors computed from its own modules: [B, T, H, D].
+torch::Tensor layer0_values(GPTNeoXForCausalLM& model, const torch::Tensor& ids) {
+  torch::NoGradGuard no_grad;
+  const ModelConfig& c = model->config();
+  auto layer = model->gpt_neox->layers->ptr<GPTNeoXLayerImpl>(0);
+  auto qkv = layer->attention->query_key_value(layer->input_layernorm(model->gpt_neox->embed_in(ids)));
+  return qkv.view({ids.size(0), ids.size(1), c.num_heads, 3 * c.head_dim()}).narrow(3, 2 * c.head_dim(), c.head_dim());
+}
+
+TEST(AttentionMass, ValueNormsAreLayerZerosValuesComputedByHand) {
+  for (const char* mode : {"token", "kv", "softmax1", "none"}) {
+    const ModelConfig c = ModelConfig::from(testing_support::tiny_config(mode));
+    GPTNeoXForCausalLM model(c);
+    testing_support::randomize_sink_parameters(model);
+    auto ids = testing_support::random_ids(1, 16, c.tokenizer_vocab_size);
+    if (c.sink_mode == SinkMode::Token) ids[0][0] = sink_prefix(c)[0];
+    const AttentionMass mass = measure_attention_mass(model, {{ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + 16}}, 1, 0);
+    const auto norms = layer0_values(model, ids)[0].to(torch::kFloat64).norm(2, -1);  // [T, H]
+    const int64_t text = sink_prefix_length(c);
+    EXPECT_TRUE(torch::allclose(mass.value_norm[0], norms.narrow(0, text, 16 - text).mean(0), 1e-5, 1e-6)) << mode;
+    torch::Tensor sink;
+    if (c.sink_mode == SinkMode::KeyValue) sink = model->sink_parameters()[1].tensor.to(torch::kFloat64).norm(2, -1);
+    else if (c.sink_mode == SinkMode::Softmax1) sink = torch::zeros({c.num_heads}, torch::kFloat64);
+    else sink = norms[0];  // the sink token, or a vanilla model's position 0
+    EXPECT_TRUE(torch::allclose(mass.sink_value_norm[0], sink, 1e-5, 1e-6)) << mode << mass.sink_value_norm[0] << sink;
+  }
+}
+
+TEST(AttentionMass, QueryClassesSplitTheSinkMass) {
+  const ModelConfig c = ModelConfig::from(testing_support::tiny_config("token"));
+  GPTNeoXForCausalLM model(c);
+  auto ids = testing_support::random_ids(1, 16, c.tokenizer_vocab_size);
+  ids[0][0] = sink_prefix(c)[0];
+  const std::vector<std::vector<int64_t>> segments = {{ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + 16}};
+  const AttentionMass all = measure_attention_mass(model, segments, 1, 0, {std::vector<bool>(16, true)});
+  EXPECT_TRUE(torch::allclose(all.sink_trigger, all.sink, 1e-12, 1e-12));
+  EXPECT_EQ(all.trigger_queries, 8);
+  EXPECT_EQ(all.other_queries, 0);
+  std::vector<bool> alternate(16);
+  for (int64_t q = 0; q < 16; ++q) alternate[q] = q % 2 == 0;
+  const AttentionMass split = measure_attention_mass(model, segments, 1, 0, {alternate});
+  EXPECT_TRUE(torch::allclose((split.sink_trigger + split.sink_other) / 2, split.sink, 1e-12, 1e-12));
+  EXPECT_FALSE(torch::allclose(split.sink_trigger, split.sink_other, 1e-6, 1e-6));
+  EXPECT_FALSE(measure_attention_mass(model, segments, 1, 0).sink_trigger.defined());
 }
 
 TEST(AttentionMass, NoGateStatisticsWithoutAGate) {
