@@ -163,6 +163,14 @@ int64_t single_token(const std::string& text, const TextCodec& codec, const std:
   return ids[0];
 }
 
+// The token of --substitute; when the flag is not given and the tokenizer has no single newline token, -1
+// (no substitution) with a note, so the default never fails a run.
+int64_t substitute_token(const AnalyzeFlags& f, const Args& args, const TextCodec& codec) {
+  if (args.has("substitute") || codec.encode(f.substitute).size() == 1) return single_token(f.substitute, codec, "--substitute");
+  std::fprintf(stderr, "note: the tokenizer has no single newline token, so no substitution (give --substitute TEXT)\n");
+  return -1;
+}
+
 // --trigger-tokens: per segment [T], true at the queries whose token is one of the characters' (empty: none).
 std::vector<std::vector<bool>> trigger_queries(const std::vector<std::vector<int64_t>>& segments, const std::string& chars,
                                                const TextCodec& codec) {
@@ -197,7 +205,7 @@ nlohmann::json mechanism_json(const AttentionMass& stats, const SinkIntervention
 
 // analysis.md's mechanism table: each intervention's loss beside the intact one, per query class.
 void mechanism_markdown(std::ostream& md, const SinkInterventions& r, bool classes) {
-  md << "\nInterventions on positions 0.." << r.sinks - 1 << " (mean NLL of the same " << r.targets
+  md << "\nInterventions on " << (r.sinks ? str("positions 0..", r.sinks - 1) : std::string("the sink column")) << " (mean NLL of the same " << r.targets
      << " far targets; masked: no later query attends them; substituted: token " << r.substitute << " there)\n\n"
      << "| | all |" << (classes ? " at triggers | elsewhere |" : "") << "\n|---|---:|" << (classes ? "---:|---:|" : "")
      << "\n";
@@ -318,7 +326,7 @@ int run_analyze_command(const std::vector<std::string>& argv) {
   const auto trigger = trigger_queries(cut, f.trigger_tokens, *m.codec);
   const AttentionMass stats = measure_attention_mass(m.loaded.model, cut, k, M, trigger);
   const SinkInterventions interventions =
-      intervene_on_sink(m.loaded.model, cut, intervened, single_token(f.substitute, *m.codec, "--substitute"), trigger);
+      intervene_on_sink(m.loaded.model, cut, intervened, substitute_token(f, args, *m.codec), trigger);
   const int64_t far = stats.far;
   const SinkSite site = sink_site(c.sink_mode);
   const bool explicit_sink = site == SinkSite::Tokens, implicit_sink = site == SinkSite::Column;

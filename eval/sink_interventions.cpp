@@ -84,7 +84,7 @@ SinkInterventions intervene_on_sink(GPTNeoXForCausalLM& model, const std::vector
   SINKLM_ASSERT(sinks >= 1 && sinks < far, "sink positions must lie before the far queries");
   c10::InferenceMode inference;
   SinkInterventions out;
-  out.sinks = sinks;
+  out.sinks = column ? 0 : sinks;  // a column has no positions
   out.substitute = substitute;
   LossSums intact, evicted, masked, substituted;
   auto positions = torch::arange(T, torch::TensorOptions().dtype(torch::kInt64).device(model->embed_out->weight.device()));
@@ -98,6 +98,7 @@ SinkInterventions intervene_on_sink(GPTNeoXForCausalLM& model, const std::vector
     add_far(masked, next_token_nll(model, ids, &masking), far, T, 0, classes);
     if (column) continue;
     add_far(evicted, next_token_nll(model, {ids.begin() + sinks, ids.end()}, nullptr), far, T, sinks, classes);
+    if (substitute < 0) continue;
     std::vector<int64_t> swapped = ids;
     std::fill(swapped.begin(), swapped.begin() + sinks, substitute);
     add_far(substituted, next_token_nll(model, swapped, nullptr), far, T, 0, classes);
@@ -107,7 +108,7 @@ SinkInterventions intervene_on_sink(GPTNeoXForCausalLM& model, const std::vector
   out.masked = masked.mean(out.targets, out.trigger_targets, classes);
   const int64_t positional = column ? 0 : out.targets;
   out.evicted = evicted.mean(positional, out.trigger_targets, classes);
-  out.substituted = substituted.mean(positional, out.trigger_targets, classes);
+  out.substituted = substituted.mean(substitute < 0 ? 0 : positional, out.trigger_targets, classes);
   return out;
 }
 

@@ -13,7 +13,8 @@
 //                from the softmax instead: the same weights as a vanilla model.
 //   substituted  with `substitute` (an ordinary token: Table 1's "\n") at positions 0 .. sinks-1: is it the
 //                position or the content?
-// A column mode (softmax1, logit, kv) has no position to evict or substitute: those losses are NaN.
+// A column mode (softmax1, logit, kv) has no position to evict or substitute: those losses are NaN, as is
+// `substituted` when `substitute` is -1 (no ordinary token given).
 // With query classes (the synthetic source's triggers, model/attention_mass.h) each loss is also split by
 // the class of its query.
 #pragma once
@@ -29,7 +30,7 @@ struct InterventionLoss {
 };
 
 struct SinkInterventions {
-  int64_t sinks = 0, substitute = -1;
+  int64_t sinks = 0, substitute = -1;  // sinks: the positions intervened on (0: a column mode's column)
   int64_t targets = 0, trigger_targets = 0;  // over all segments
   InterventionLoss intact, evicted, masked, substituted;
 };

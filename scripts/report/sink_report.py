@@ -6,7 +6,8 @@ usage: sink_report.py OUT_DIR SOURCE [SOURCE ...]
   (`sinklm stream --compare`), stream-NAME-full.json, nll-NAME.tsv.<S>+<R> and nll-NAME-full.tsv (per-token
   NLL), analyze-NAME/heads.json (`sinklm analyze`, with the attention-map values).
 
-Sections: Table 3 on every source beside the paper's; sink onset (probe records vs step, one PNG per source);
+Sections: Table 3 on every source beside the paper's; the mechanism (split mass, value norms, masking and
+substitution: analyze-NAME/heads.json "mechanism"); sink onset (probe records vs step, one PNG per source);
 perplexity vs stream position (the paper's Figure 3: 0+W, sink+window and dense attention); attention maps
 with labelled axes and a colour bar; the probe's cost. Every figure says what it shows and how it was measured.
 """
@@ -130,6 +131,45 @@ def layer_means(heads, key):
     if key not in heads["layers"][0]["heads"][0]:
         return None
     return [sum(h[key] for h in layer["heads"]) / len(layer["heads"]) for layer in heads["layers"]]
+
+
+def fmt_layers(values, digits=3):
+    return " / ".join(f"{v:.{digits}f}" for v in values) if values else "-"
+
+
+def fmt_cost(nll, name, part):
+    """The NLL an intervention adds over the intact model's (nats per far target), '-' where not defined."""
+    value, intact = nll[name][part], nll["intact"][part]
+    return "-" if value is None or intact is None else f"{value - intact:+.3f}"
+
+
+def mechanism_table(sources):
+    """What each model's sink does (`sinklm analyze`: eval/sink_interventions.h), one row per model."""
+    print("What the sink does (`sinklm analyze` on the held-out stream; per layer, mean over heads). Sink mass at "
+          "trigger queries (where the synthetic copy head must act) and elsewhere; the sink's value norm ÷ the "
+          "mean value norm of the text keys; and the NLL (nats per far target) added by each intervention on "
+          "the sink positions: **masked** (no later query may attend them; a column mode's column dropped) and "
+          "**substituted** (an ordinary token in their place: Table 1's experiment; vanilla and gated: the first "
+          "four positions). With rotary positions masking equals evicting in a full sequence (a query sees only "
+          "distances), so masked is also what a model that never had its sink would predict.\n")
+    print("| source | model | sinks | sink mass at triggers | elsewhere | sink value norm ÷ text's "
+          "| masked: +NLL | at triggers | elsewhere | substituted (token) | +NLL | at triggers | elsewhere |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for s in sources:
+        for run in s.runs:
+            heads = load(os.path.join(s.dir, f"analyze-{run}", "heads.json"))
+            if not heads or "mechanism" not in heads:
+                continue
+            r = heads["mechanism"]["interventions"]
+            nll = r["nll"]
+            value = [a / b for a, b in zip(layer_means(heads, "sink_value_norm"), layer_means(heads, "value_norm"))]
+            substitute = repr(r["substitute"]["text"]) if nll["substituted"]["all"] is not None else "-"
+            cells = [fmt_layers(layer_means(heads, "sink_at_trigger")), fmt_layers(layer_means(heads, "sink_at_other")),
+                     fmt_layers(value, 2)] + [fmt_cost(nll, "masked", p) for p in ("all", "trigger", "other")] + \
+                    [substitute] + [fmt_cost(nll, "substituted", p) for p in ("all", "trigger", "other")]
+            sinks = r["sinks"] or "column"
+            print(f"| {s.label} | {run} ({heads['sink_mode']}) | {sinks} | " + " | ".join(cells) + " |")
+    print()
 
 
 def tokens_per_s(records):
@@ -331,6 +371,8 @@ def main(argv):
     print("## The variants side by side\n")
     for s in sources:
         variants_table(s)
+    print("## The mechanism: split mass, value norms, masking and substitution\n")
+    mechanism_table(sources)
     print("## Sink onset during training\n")
     for s in sources:
         png = f"sink_onset-{s.label}.png"

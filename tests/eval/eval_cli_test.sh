@@ -104,7 +104,7 @@ expect "analyze a token-sink model" 0 "\| layer \| mean mass on sink token" -- \
 expect "analyze a sink-logit model reports the implicit sink" 0 "\| layer \| mean mass on sink column \| largest head \| head \| mean mass on position 0 \|" -- \
   "$bin" analyze --tokenizer bytes --checkpoint "$work/logit" --text "$src/README.md" --out "$work/an-logit" --tokens 32 --segments 1
 expect "heads.json of a logit model has implicit_sink" 0 '"implicit_sink"' -- cat "$work/an-logit/heads.json"
-expect "analyze a vanilla model: the sink is position 0" 0 "\| layer \| mean mass on position 0 \| largest head \| head \|$" -- \
+expect "analyze a vanilla model: the sink is position 0" 0 "\| layer \| mean mass on position 0 \| largest head \| head \| value norm" -- \
   "$bin" analyze --tokenizer bytes --checkpoint "$work/vanilla" --text "$src/README.md" --out "$work/an-vanilla" --tokens 32 --segments 1
 expect "analyze writes PNGs" 0 "^3$" -- bash -c "ls '$work/an'/*.png | wc -l"
 expect "PNG signature" 0 "PNG" -- head -c 4 "$work/an/sink_mass.png"
@@ -112,6 +112,28 @@ expect "heads.json has per-head sink mass" 0 '"sink_token"' -- cat "$work/an/hea
 printf 'too short' >"$work/short.txt"
 expect "analyze rejects too little text" 2 "short.txt: 9 tokens, fewer than one segment of 64" -- \
   "$bin" analyze --tokenizer bytes --checkpoint "$work/vanilla" --text "$work/short.txt" --out "$work/an2" --tokens 64
+# The mechanism: query classes at chosen characters, value norms, and the interventions (a vanilla model's
+# first 4 positions; a newline in their place by default, '#' here).
+expect "analyze splits the queries at trigger characters" 0 "mass on position 0: triggers / elsewhere" -- \
+  "$bin" analyze --tokenizer bytes --checkpoint "$work/vanilla" --text "$src/README.md" --out "$work/an-mech" --tokens 32 \
+  --segments 2 --trigger-tokens ' e' --substitute '#'
+"$py" - "$work/an-mech/heads.json" <<'PY' || exit 1
+import json, sys
+h = json.load(open(sys.argv[1]))
+m = h["mechanism"]
+r = m["interventions"]
+assert r["sinks"] == 4 and r["substitute"] == {"text": "#", "id": 35} and r["targets"] == 2 * 15, r
+assert 0 < m["query_classes"]["trigger_queries"] < 2 * 16 and r["trigger_targets"] > 0, m
+for name in ("intact", "evicted", "masked", "substituted"):
+    assert all(r["nll"][name][part] > 0 for part in ("all", "trigger", "other")), (name, r["nll"][name])
+assert abs(r["nll"]["masked"]["all"] - r["nll"]["evicted"]["all"]) < 1e-4 * r["nll"]["evicted"]["all"], r["nll"]
+head = h["layers"][0]["heads"][0]
+assert head["value_norm"] > 0 and head["sink_value_norm"] > 0 and 0 <= head["sink_at_trigger"] <= 1, head
+PY
+expect "a substitute of two tokens is refused" 2 "--substitute 'ab': encodes to 2 tokens, not one" -- \
+  "$bin" analyze --tokenizer bytes --checkpoint "$work/vanilla" --text "$src/README.md" --out "$work/an4" --tokens 32 --substitute ab
+expect "too many sink positions are refused" 2 "--sinks 16: the interventions need 1 .. 15 sink positions" -- \
+  "$bin" analyze --tokenizer bytes --checkpoint "$work/vanilla" --text "$src/README.md" --out "$work/an5" --tokens 32 --sinks 16
 expect "analyze rejects a bad layer" 2 "--layers: '9' is not a layer index in \[0, 2\)" -- \
   "$bin" analyze --tokenizer bytes --checkpoint "$work/vanilla" --text "$src/README.md" --out "$work/an3" --layers 0,9
 
