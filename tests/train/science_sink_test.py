@@ -18,7 +18,9 @@ it is measured (docs/results.md, "Over seeds"):
                               of 0+W / 1+(W-1) on the log scale (scripts/report/seed_stats.py) lies above 1
                               (measured [1.013, 1.766]: a thin margin, since 2 of 5 seeds pay ~1.07x), and
                               every seed pays >= EVERY_SEED (measured least 1.065x); `sinklm stream
-                              --compare`, W = 64, on each seed's held-out test stream
+                              --compare`, W = 64, on each seed's held-out test stream; and the
+                              seeds that pay >= PAYS are those whose layer 0 sends its trigger queries to
+                              the sink token and whose copies fail when it is masked (`sinklm analyze`)
 and, for each model, 1+(W-1) within KEEP (2%) of 4+(W-4). That relation holds for a model without a sink too
 (a vanilla model's first tokens carry no special weight, so keeping 1 or 4 of them changes nothing), so it is
 claimed as "keeping the sink is enough" only for a model in which this run measured a sink: its mass on the
@@ -41,6 +43,11 @@ sys.path.insert(0, source_path("scripts", "report"))
 import seed_stats  # noqa: E402
 
 MASS, PENALTY, KEEP, SEEDS, EVERY_SEED = 0.2, 1.4, 0.02, 5, 1.03
+# The mechanism over the same seeds (`sinklm analyze --trigger-tokens`, which the sweep passes): a seed that
+# pays >= PAYS for eviction sends >= TRIGGER_MASS of layer 0's trigger queries to the sink token and loses
+# >= COPY_COST nats per trigger target when the sink is masked (measured 3 of 5 seeds: 0.41-0.71, +2.8 to +4.7
+# nats); at least TRIGGER_SEEDS seeds must show it.
+PAYS, TRIGGER_MASS, COPY_COST, TRIGGER_SEEDS = 1.3, 0.3, 1.0, 2
 SHORT = ["train.steps=300", "train.sink_probe_every=50", "train.threads=1"]
 
 
@@ -126,6 +133,20 @@ def check_sequential_seeds(work, mode):
     check(min(penalties) >= EVERY_SEED, f"evicting the sink costs perplexity in each of {SEEDS} seeds",
           f"least {min(penalties):.3f}x (need >= {EVERY_SEED}x); {sum(p >= PENALTY for p in penalties)} of {SEEDS} "
           f">= {PENALTY}x")
+    check_mechanism(runs)
+
+
+def check_mechanism(runs):
+    """The seeds that pay for eviction are those whose layer 0 sends its trigger queries to the sink token and
+    whose copies fail without it (docs/results.md, "The mechanism, measured")."""
+    paying = [r for r in runs if r["evict"] >= PAYS]
+    shown = [r for r in paying if r["mechanism"]["trigger_mass"][0] >= TRIGGER_MASS
+             and r["mechanism"]["masked"]["trigger"] >= COPY_COST]
+    detail = "; ".join(f"seed {r['seed']}: {r['evict']:.2f}x, layer-0 trigger mass {r['mechanism']['trigger_mass'][0]:.3f}, "
+                       f"masked {r['mechanism']['masked']['trigger']:+.2f} nats at triggers" for r in runs)
+    check(len(shown) == len(paying) and len(shown) >= TRIGGER_SEEDS,
+          "the seeds that pay for eviction lose their copies without the sink",
+          f"{len(shown)} of {len(paying)} paying >= {PAYS}x show it (need all, and >= {TRIGGER_SEEDS}): {detail}")
 
 
 def main():
