@@ -122,7 +122,10 @@ INTERVENTIONS = ("masked", "substituted")
 
 def mechanism(heads):
     """Per layer (mean over heads) the sink mass at trigger queries and elsewhere and the sink's value norm over
-    the text keys' mean; per intervention the NLL it adds at trigger queries and elsewhere (heads.json)."""
+    the text keys' mean; per intervention the NLL it adds at trigger queries and elsewhere (heads.json). None
+    for an analysis cached before analyze measured these (delete the run's analyze/ to measure them)."""
+    if "mechanism" not in heads or "sink_at_trigger" not in heads["layers"][0]["heads"][0]:
+        return None
     def per_layer(key):
         return [sum(h[key] for h in layer["heads"]) / len(layer["heads"]) for layer in heads["layers"]]
     nll = heads["mechanism"]["interventions"]["nll"]
@@ -220,7 +223,7 @@ def summarize(rows, effect):
                                 for k in names},
             "ppl": [seed_stats.mean_interval([r["ppl"][i] for r in rows]) for i in range(len(CACHES))],
             "recompute_ppl": seed_stats.mean_interval([r["recompute_ppl"] for r in rows]),
-            "mechanism": summarize_mechanism([r["mechanism"] for r in rows])}
+            "mechanism": summarize_mechanism([r["mechanism"] for r in rows]) if all(r["mechanism"] for r in rows) else None}
 
 
 def summarize_mechanism(rows):
@@ -241,6 +244,8 @@ def mechanism_table(summaries):
     print("|---|---|---|---|---|---|---|---|---|---|")
     for (name, mode), s in summaries.items():
         m, interval = s["mechanism"], seed_stats.format_interval
+        if m is None:
+            continue
         layers = [" / ".join(interval(v, 3) for v in m[key]) for key in ("trigger_mass", "other_mass", "value_ratio")]
         costs = [interval(m[i][c], 3) if m[i][c] else "-" for i in INTERVENTIONS for c in ("trigger", "other")]
         print(f"| {name} | {mode} | {s['seeds']} | " + " | ".join(layers + costs) + " |")
