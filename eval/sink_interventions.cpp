@@ -24,16 +24,13 @@ class SinkMaskingAttention : public CausalAttention {
 
   torch::Tensor attend(int64_t, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                        const SinkColumn& sink) override {
-    auto rq = apply_rotary(q, cos_, sin_), rk = apply_rotary(k, cos_, sin_);
     SinkColumn no_column;
     no_column.normaliser = sink.normaliser;
     const int64_t T = q.size(2);
-    auto scores = torch::matmul(rq.to(torch::kFloat32), rk.to(torch::kFloat32).transpose(2, 3)) /
-                  std::sqrt(static_cast<double>(q.size(3)));  // [B, H, T, T]
     auto rows = torch::arange(T).unsqueeze(1), cols = torch::arange(T).unsqueeze(0);
-    auto hidden = (cols > rows).logical_or((cols < masked_).logical_and(rows >= masked_));  // [T, T]
-    scores = scores.masked_fill(hidden.to(q.device()), -std::numeric_limits<float>::infinity());
-    return torch::matmul(softmax_with_sink(scores, no_column, rq), v.to(torch::kFloat32)).to(q.scalar_type());
+    auto hidden = (cols < masked_).logical_and(rows >= masked_);  // [T, T]
+    auto probs = causal_attention_probabilities(apply_rotary(q, cos_, sin_), apply_rotary(k, cos_, sin_), no_column, hidden);
+    return torch::matmul(probs, v.to(torch::kFloat32)).to(q.scalar_type());
   }
   torch::Tensor attend_packed(int64_t layer, const torch::Tensor& qkv, const SinkColumn& sink) override {
     return AttentionBackend::attend_packed(layer, qkv, sink);

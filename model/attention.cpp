@@ -74,12 +74,14 @@ torch::Tensor fast_attention(const torch::Tensor& q, const torch::Tensor& k, con
 
 }  // namespace
 
-torch::Tensor causal_attention_probabilities(const torch::Tensor& q, const torch::Tensor& k, const SinkColumn& sink) {
+torch::Tensor causal_attention_probabilities(const torch::Tensor& q, const torch::Tensor& k, const SinkColumn& sink,
+                                             const torch::Tensor& hidden) {
   const int64_t Tq = q.size(2), Tk = k.size(2);
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(3)));
   auto scores = torch::matmul(q.to(torch::kFloat32), k.to(torch::kFloat32).transpose(2, 3)) * scale;  // [B,H,Tq,Tk]
-  scores = scores.masked_fill(causal_visibility(Tq, Tk, q.device()).logical_not(),
-                              -std::numeric_limits<float>::infinity());
+  auto masked = causal_visibility(Tq, Tk, q.device()).logical_not();
+  if (hidden.defined()) masked = masked.logical_or(hidden.to(q.device()));
+  scores = scores.masked_fill(masked, -std::numeric_limits<float>::infinity());
   return softmax_with_sink(scores, sink.to(torch::kFloat32), q);
 }
 

@@ -18,6 +18,9 @@ torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k, c
                                const SinkColumn& sink, AttentionImpl impl);
 
 // The reference's probabilities, [B, H, Tq, Tk] float32 (sink column already dropped: rows sum to <= 1).
-torch::Tensor causal_attention_probabilities(const torch::Tensor& q, const torch::Tensor& k, const SinkColumn& sink);
+// hidden: undefined, or [Tq, Tk] bool, true where a key is hidden from a query besides the causal mask
+// (`sinklm analyze` masking a sink, eval/sink_interventions.h).
+torch::Tensor causal_attention_probabilities(const torch::Tensor& q, const torch::Tensor& k, const SinkColumn& sink,
+                                             const torch::Tensor& hidden = {});
 
 }  // namespace sinklm

@@ -22,14 +22,11 @@ torch::Tensor sink_value_norm(const ModelConfig& c, const AttentionRecord& recor
   SINKLM_ASSERT(false, "unhandled SinkSite");
 }
 
-// Adds the sink mass of the far queries of each class (per_query [H, Q]) to the sums, counts them.
-void add_by_class(AttentionMass& mass, int64_t layer, const torch::Tensor& per_query, const std::vector<bool>& trigger) {
-  std::vector<int64_t> rows[2];
-  for (int64_t q = mass.far; q < mass.tokens; ++q) rows[trigger[q] ? 0 : 1].push_back(q - mass.far);
-  torch::Tensor* sums[2] = {&mass.sink_trigger, &mass.sink_other};
-  for (int i = 0; i < 2; ++i)
-    if (!rows[i].empty()) (*sums[i])[layer] += per_query.index_select(1, torch::tensor(rows[i])).sum(1);
-  if (layer == 0) mass.trigger_queries += rows[0].size(), mass.other_queries += rows[1].size();
+// Adds the sink mass of one segment's far queries of each class (per_query [H, Q]; trigger [Q] float64,
+// 1 at a trigger query) to layer `layer`'s sums.
+void add_by_class(AttentionMass& mass, int64_t layer, const torch::Tensor& per_query, const torch::Tensor& trigger) {
+  mass.sink_trigger[layer] += (per_query * trigger).sum(1);
+  mass.sink_other[layer] += (per_query * (1 - trigger)).sum(1);
 }
 
 }  // namespace
@@ -61,6 +58,13 @@ AttentionMass measure_attention_mass(GPTNeoXForCausalLM& model, const std::vecto
     const auto& ids = segments[segment];
     SINKLM_ASSERT(static_cast<int64_t>(ids.size()) == T, "segments of different lengths");
     SINKLM_ASSERT(trigger.empty() || static_cast<int64_t>(trigger[segment].size()) == T, "one query class per position");
+    torch::Tensor far_trigger;  // [Q] float64, 1 at the far queries of the trigger class
+    if (!trigger.empty()) {
+      const std::vector<bool>& classes = trigger[segment];
+      far_trigger = torch::tensor(std::vector<double>(classes.begin() + mass.far, classes.end()), torch::kFloat64);
+      const int64_t triggers = static_cast<int64_t>(far_trigger.sum().item<double>());
+      mass.trigger_queries += triggers, mass.other_queries += T - mass.far - triggers;
+    }
     auto input = torch::tensor(ids, torch::kInt64).unsqueeze(0).to(device);
     const AttentionRecord record = record_attention(model, input);
     for (int64_t l = 0; l < L; ++l) {
@@ -68,7 +72,7 @@ AttentionMass measure_attention_mass(GPTNeoXForCausalLM& model, const std::vecto
       const torch::Tensor far_rows = p.narrow(1, mass.far, T - mass.far);  // [H, Q, T]
       const torch::Tensor per_query = sink_attention_mass(c, far_rows);  // [H, Q]
       mass.sink[l] += per_query.mean(1);
-      if (!trigger.empty()) add_by_class(mass, l, per_query, trigger[segment]);
+      if (far_trigger.defined()) add_by_class(mass, l, per_query, far_trigger);
       mass.sink_value_norm[l] += sink_value_norm(c, record, l).to(torch::kFloat64);
       mass.value_norm[l] += record.value_norms[l].narrow(1, sinks, T - sinks).mean(1).to(torch::kFloat64);
       mass.first_positions[l] += far_rows.narrow(2, sinks, first).mean(1);
