@@ -1,6 +1,6 @@
 // sinklm analyze: where attention goes (StreamingLLM, Figure 2 and the per-head view).
 //
-// The text is tokenized and cut into up to --segments consecutive segments of --tokens positions (sink
+// The input (--text or the test split of --shards, cli/token_input.h) is cut into up to --segments consecutive segments of --tokens positions (sink
 // tokens of a `token` model first, as in training). Per segment, every layer's attention probabilities
 // (model/attention_probe.h) give, per head, averaged over queries q >= T/2 ("far from the start") and over
 // segments:
@@ -10,7 +10,7 @@
 //   statistics       each statistic the mode's row adds, by its name (model/sink.h: SinkModeSpec::statistics;
 //                    gated: gate_mean, gate_dormant)
 // With --classify-heads FILE it instead writes a head-policy file (decode/head_roles.h) for `--cache heads`:
-// per layer and head the attention mass beyond sinks + window W over the segments of --text or of a recall
+// per layer and head the attention mass beyond sinks + window W over the segments of the input or of a recall
 // source's stream (--recall DIR), with a recall source also the recall each head loses when it alone keeps
 // only W (eval/head_classification.h); the --retrieval-heads K heads of largest --score (recall-loss when
 // there is a recall source, else attention-mass) become retrieval heads. The recall source's calibration
@@ -42,6 +42,7 @@
 #include "core/error.h"
 #include "cli/commands.h"
 #include "cli/inference_model.h"
+#include "cli/token_input.h"
 #include "data/synthetic/fact_recall.h"
 #include "model/attention_mass.h"
 #include "eval/head_classification.h"
@@ -74,14 +75,6 @@ std::vector<int64_t> chosen_layers(const std::string& list, int64_t num_layers) 
   return layers;
 }
 
-std::vector<int64_t> read_text_ids(const std::string& path, const TextCodec& codec) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("--text ", path, ": cannot open");
-  std::stringstream text;
-  text << in.rdbuf();
-  return codec.encode(text.str());
-}
-
 // Consecutive segments of `per_segment` ids, each with the model's sink prefix first.
 std::vector<std::vector<int64_t>> cut_segments(const ModelConfig& c, const std::vector<int64_t>& ids, int64_t per_segment,
                                                int64_t segments) {
@@ -97,7 +90,8 @@ constexpr int64_t kCalibrationSeed = 0xCA11B;
 // Every flag of `analyze`, bound to what it sets; -1 / "": a default that follows the model or another flag.
 struct AnalyzeFlags {
   ModelFlags model;
-  std::string text, out, layers, classify_heads, recall, positions = "cache", score, trigger_tokens, substitute = "\n";
+  TokenInputFlags input;
+  std::string out, layers, classify_heads, recall, positions = "cache", score, trigger_tokens, substitute = "\n";
   int64_t tokens = -1, segments = 8, first = 4, map_tokens = 16;
   int64_t window = 1024, sinks = -1, retrieval_window = -1, retrieval_heads = -1, pairs = RecallProbeOptions{}.pairs;
   std::vector<int64_t> calibration_distances;  // empty: W + (R - W)/4, /2, 3/4
@@ -107,15 +101,14 @@ struct AnalyzeFlags {
 std::vector<FlagSpec> analyze_flags(AnalyzeFlags& f) {
   constexpr Range kCount{1, 1e12}, kOrDefault{-1, 1e12};
   return with_flags(
-      {flag(&f.text, "text", "FILE", "UTF-8 text to analyse (held-out text, several segments long)"),
-       flag(&f.out, "out", "DIR", "output directory (heads.json, analysis.md, PNGs), replaced atomically"),
+      {flag(&f.out, "out", "DIR", "output directory (heads.json, analysis.md, PNGs), replaced atomically"),
        flag(&f.tokens, "tokens", "N", "positions per segment, sinks included (-1: min(256, context))", kOrDefault),
        flag(&f.segments, "segments", "S", "segments averaged over", kCount),
        flag(&f.first, "first", "K", "first text positions reported per head", Range{0, 1e12}),
        flag(&f.layers, "layers", "LIST", "layers with an attention-map PNG (default 0,1,middle,last)"),
        flag(&f.map_tokens, "map-tokens", "M", "rows and columns of the attention-map PNGs", Range{0, 1e12}),
        flag(&f.classify_heads, "classify-heads", "FILE", "write a head-policy file for --cache heads instead (no --out)"),
-       flag(&f.recall, "recall", "DIR", "classify: calibrate on a recall source's stream instead of --text"),
+       flag(&f.recall, "recall", "DIR", "classify: calibrate on a recall source's stream instead of --text/--shards"),
        flag(&f.window, "window", "W", "classify: the streaming heads' cache budget", kCount),
        flag(&f.trigger_tokens, "trigger-tokens", "CHARS",
             "queries at these characters' tokens (a synthetic source's triggers) reported apart from the others"),
@@ -132,7 +125,7 @@ std::vector<FlagSpec> analyze_flags(AnalyzeFlags& f) {
             "distances the heads are then scored on", Range{4, 1e12}),
        flag(&f.calibration_seed, "calibration-seed", "N",
             "classify: seed of the calibration streams and probe (keep it apart from the scoring probe's)", Range{0, 1e15})},
-      {model_flags(f.model)});
+      {token_input_flags(f.input, /*ids=*/false), model_flags(f.model)});
 }
 
 // A [L, H] score as JSON rows.
@@ -226,7 +219,7 @@ void mechanism_markdown(std::ostream& md, const SinkInterventions& r, bool class
 int classify_heads(const AnalyzeFlags& f, InferenceModel& m, int64_t T, int64_t max_segments) {
   const ModelConfig& c = m.loaded.model->config();
   const int64_t L = c.num_layers, H = c.num_heads, per_segment = T - sink_prefix_length(c);
-  const bool recall = !f.recall.empty(), text = !f.text.empty();
+  const bool recall = !f.recall.empty();
   CacheOptions cache;
   cache.window = f.window;
   cache.sinks = f.sinks >= 0 ? f.sinks : default_cache_sinks(c);
@@ -239,11 +232,12 @@ int classify_heads(const AnalyzeFlags& f, InferenceModel& m, int64_t T, int64_t 
   if (R <= W) fail("--retrieval-window ", R, ": must be larger than --window ", W);
   if (T <= W) fail("--tokens ", T, ": the segments must be longer than --window ", W, " (nothing is evicted before W)");
   if (count < 0 || count > L * H) fail("--retrieval-heads ", count, ": must be in [0, ", L * H, "]");
-  if (text == recall) fail("give exactly one of --text FILE or --recall DIR to calibrate on");
+  if (f.input.count() + recall != 1) fail("give exactly one of --text FILE, --shards DIR or --recall DIR to calibrate on");
   if (score != "recall-loss" && score != "attention-mass") fail("--score ", score, ": expected recall-loss or attention-mass");
   if (score == "recall-loss" && !recall) fail("--score recall-loss needs a recall source (--recall DIR)");
 
   std::vector<int64_t> ids;
+  std::string source_name = f.recall;
   std::optional<FactRecall> source;
   if (recall) {
     source = read_recall_source(f.recall, "--recall");
@@ -251,11 +245,13 @@ int classify_heads(const AnalyzeFlags& f, InferenceModel& m, int64_t T, int64_t 
     const auto stream = source->generate(max_segments * per_segment, static_cast<uint64_t>(f.calibration_seed));
     ids.assign(stream.ids.begin(), stream.ids.end());
   } else {
-    ids = read_text_ids(f.text, *m.codec);
+    TokenInput input = read_token_input(f.input, c, m.codec.get(), max_segments * per_segment);
+    ids = std::move(input.ids);
+    source_name = input.source;
   }
   const int64_t segments = std::min<int64_t>(max_segments, static_cast<int64_t>(ids.size()) / per_segment);
   if (segments < 1) fail("the calibration text has ", ids.size(), " tokens, fewer than one segment of ", per_segment);
-  nlohmann::json calibration = {{"checkpoint", m.checkpoint}, {"source", recall ? f.recall : f.text},
+  nlohmann::json calibration = {{"checkpoint", m.checkpoint}, {"source", source_name},
                                 {"window", W}, {"sinks", S}, {"retrieval_window", R}, {"positions", position_rule_name(cache.positions)},
                                 {"attention_mass", {{"segments", segments}, {"tokens_per_segment", T}}}};
   nlohmann::json scores;
@@ -298,8 +294,8 @@ int classify_heads(const AnalyzeFlags& f, InferenceModel& m, int64_t T, int64_t 
 int run_analyze_command(const std::vector<std::string>& argv) {
   AnalyzeFlags f;
   Args args("analyze",
-            "--checkpoint DIR --text FILE --out DIR [--tokens N] [--segments S] [--first K] [--layers LIST]\n"
-            "       sinklm analyze --checkpoint DIR (--text FILE | --recall DIR) --classify-heads FILE --window W [--retrieval-heads K]",
+            "--checkpoint DIR (--text FILE | --shards DIR) --out DIR [--tokens N] [--segments S] [--first K] [--layers LIST]\n"
+            "       sinklm analyze --checkpoint DIR (--text FILE | --shards DIR | --recall DIR) --classify-heads FILE --window W [--retrieval-heads K]",
             analyze_flags(f), argv);
   if (args.print_help_if_requested()) return 0;
   InferenceModel m = open_inference_model(f.model);
@@ -313,10 +309,12 @@ int run_analyze_command(const std::vector<std::string>& argv) {
          "] (sinks + --first + 2 .. context)");
   if (!f.classify_heads.empty()) return classify_heads(f, m, T, max_segments);
   const std::vector<int64_t> map_layers = chosen_layers(f.layers, L);
-  const std::vector<int64_t> text = read_text_ids(args.require("text"), *m.codec);
+  if (f.input.count() != 1) fail("give exactly one of --text FILE or --shards DIR to analyse");
+  const TokenInput input = read_token_input(f.input, c, m.codec.get(), max_segments * (T - sinks));
+  const std::vector<int64_t>& text = input.ids;
   const int64_t per_segment = T - sinks, segments = std::min<int64_t>(max_segments, text.size() / per_segment);
   if (segments < 1)
-    fail("--text ", args.get("text"), ": ", text.size(), " tokens, fewer than one segment of ", per_segment,
+    fail(input.source, ": ", text.size(), " tokens, fewer than one segment of ", per_segment,
          " (lower --tokens or give more text)");
 
   const int64_t intervened = f.sinks >= 0 ? f.sinks : default_cache_sinks(c);
@@ -338,7 +336,7 @@ int run_analyze_command(const std::vector<std::string>& argv) {
 
   nlohmann::json report = {{"checkpoint", m.checkpoint}, {"sink_mode", sink_mode_name(c.sink_mode)},
                            {"sink_count", sinks},        {"tokenizer", m.codec->description()},
-                           {"text", args.get("text")},   {"tokens_per_segment", T},
+                           {"text", input.source},   {"tokens_per_segment", T},
                            {"segments", segments},       {"first_k", k},
                            {"queries", {far, T}},        {"layers", nlohmann::json::array()}};
   report["sink_site"] = headline_name;

@@ -14,6 +14,7 @@
 #include "model/checkpoint.h"
 #include "cli/commands.h"
 #include "cli/inference_model.h"
+#include "cli/token_input.h"
 #include "data/io/read_file.h"
 #include "data/synthetic/fact_recall.h"
 #include "data/tokenizers/text_codec.h"
@@ -22,31 +23,6 @@
 
 namespace sinklm {
 namespace {
-
-std::string read_whole_file(const std::string& path, const std::string& flag) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(flag, " ", path, ": cannot open");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::vector<int64_t> read_ids_file(const std::string& path, const ModelConfig& model) {
-  std::istringstream in(read_whole_file(path, "--ids"));
-  std::vector<int64_t> ids;
-  for (std::string word; in >> word;) {
-    size_t used = 0;
-    int64_t id = -1;
-    try {
-      id = std::stoll(word, &used);
-    } catch (const std::exception&) {
-    }
-    if (used != word.size() || id < 0 || id >= model.tokenizer_vocab_size)
-      fail("--ids ", path, ": '", word, "' is not a token id in [0, ", model.tokenizer_vocab_size, ")");
-    ids.push_back(id);
-  }
-  return ids;
-}
 
 // --json FILE ("" = not asked for).
 void write_json(const std::string& path, const nlohmann::json& value) {
@@ -80,7 +56,8 @@ int64_t parse_integer(const std::string& item, int64_t least, const std::string&
 struct StreamFlags {
   ModelFlags model;
   CacheFlags cache;
-  std::string text, ids, rotation = "relative", nll_out, json, recall;
+  TokenInputFlags input;
+  std::string rotation = "relative", nll_out, json, recall;
   std::vector<int64_t> distances;  // empty: default_recall_distances(W)
   std::string recall_policies = "full,window,sink_window";
   bool compare = false;
@@ -92,9 +69,7 @@ struct StreamFlags {
 std::vector<FlagSpec> stream_flags(StreamFlags& f) {
   constexpr Range kCount{1, 1e12};
   return with_flags(
-      {flag(&f.text, "text", "FILE", "UTF-8 text to stream (tokenized with --tokenizer / the checkpoint's / bytes)"),
-       flag(&f.ids, "ids", "FILE", "whitespace-separated token ids instead of --text"),
-       flag(&f.rotation, "rotation", "IMPL", "relative (fast) | literal (the reference, one token at a time)"),
+      {flag(&f.rotation, "rotation", "IMPL", "relative (fast) | literal (the reference, one token at a time)"),
        flag(&f.compare, "compare", "run 0+W, 1+(W-1), 2+(W-2), 4+(W-4) and print a table (Table 3 of the paper)"),
        flag(&f.max_tokens, "max-tokens", "N", "stream only the first N tokens of the text (-1: all)", Range{-1, 1e15}),
        flag(&f.perplexity.chunk, "chunk", "N", "prefill chunk", kCount),
@@ -109,7 +84,7 @@ std::vector<FlagSpec> stream_flags(StreamFlags& f) {
        flag(&f.recall_policies, "recall-policies", "LIST", "recall: cache policies, the first the reference of "
                                                            "agreement (--window/--sinks/--positions apply); NAME:W "
                                                            "sets W, heads:FILE a head-policy file")},
-      {model_flags(f.model), cache_flags(f.cache)});
+      {token_input_flags(f.input, /*ids=*/true), model_flags(f.model), cache_flags(f.cache)});
 }
 
 // One item of --recall-policies: NAME, NAME:W (that policy with W entries) or heads:FILE (the head-aware cache
@@ -158,26 +133,19 @@ int run_recall(const StreamFlags& f, CachedDecoder& decoder, const InferenceMode
 int run_stream_command(const std::vector<std::string>& argv) {
   StreamFlags f;
   Args args("stream",
-            "--checkpoint DIR (--text FILE | --ids FILE | --recall DIR) [--cache sink_window] [--window W] [--sinks S] [--compare]",
+            "--checkpoint DIR (--text FILE | --ids FILE | --shards DIR | --recall DIR) [--cache sink_window] [--window W] [--sinks S] [--compare]",
             stream_flags(f), argv);
   if (args.print_help_if_requested()) return 0;
-  if (args.has("ids") + args.has("text") + args.has("recall") != 1)
-    fail("give exactly one of --text FILE, --ids FILE or --recall DIR");
+  if (f.input.count() + !f.recall.empty() != 1)
+    fail("give exactly one of --text FILE, --ids FILE, --shards DIR or --recall DIR");
   if (f.rotation != "literal" && f.rotation != "relative") fail("--rotation ", f.rotation, ": expected relative or literal");
-  InferenceModel m = open_inference_model(f.model, args.has("text") ? NeedsText::Yes : NeedsText::No);
+  InferenceModel m = open_inference_model(f.model, !f.input.text.empty() ? NeedsText::Yes : NeedsText::No);
   CachedDecoder decoder(m.loaded.model);
   if (args.has("recall")) return run_recall(f, decoder, m);
   const ModelConfig& model = decoder.config();
 
-  std::vector<int64_t> ids;
-  std::string tokenizer_description = "ids file";
-  if (args.has("ids")) {
-    ids = read_ids_file(f.ids, model);
-  } else {
-    ids = m.codec->encode(read_whole_file(f.text, "--text"));
-    tokenizer_description = m.codec->description();
-  }
-  if (f.max_tokens >= 0 && static_cast<int64_t>(ids.size()) > f.max_tokens) ids.resize(f.max_tokens);
+  const TokenInput input = read_token_input(f.input, model, m.codec.get(), f.max_tokens);
+  const std::vector<int64_t>& ids = input.ids;
 
   StreamingPerplexityOptions options = f.perplexity;
   options.kv_trace_every = std::max<int64_t>(options.chunk, static_cast<int64_t>(ids.size()) / 64);  // ~64 points
@@ -213,7 +181,8 @@ int run_stream_command(const std::vector<std::string>& argv) {
   nlohmann::json summary = {{"checkpoint", m.checkpoint},
                             {"sink_mode", sink_mode_name(model.sink_mode)},
                             {"default_cache_sinks", default_cache_sinks(model)},
-                            {"tokenizer", tokenizer_description},
+                            {"source", input.source},
+                            {"tokenizer", input.tokenizer},
                             {"text_tokens", ids.size()},
                             {"runs", results}};
   write_json(f.json, summary);

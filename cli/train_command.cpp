@@ -33,7 +33,8 @@ int run_train_command(const std::vector<std::string>& argv) {
     if (context.is_root()) {
       nlohmann::json out = {{"steps", summary.steps}, {"loss", summary.last_loss}, {"tokens_per_s", summary.tokens_per_second},
                             {"checkpoint", summary.last_checkpoint}, {"ranks", context.world_size()}};
-      if (!std::isnan(summary.validation_loss)) out["val_loss"] = summary.validation_loss;
+      if (!std::isnan(summary.validation.all)) out["val_loss"] = summary.validation.all;
+      if (!std::isnan(summary.validation.matched)) out["val_loss_matched"] = summary.validation.matched;
       std::cout << out.dump() << "\n";
     }
   } catch (const std::exception& e) {

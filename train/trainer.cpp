@@ -158,25 +158,34 @@ void Trainer::restore(const std::string& checkpoint_dir) {
   loader_->restore(cursor);
 }
 
-torch::Tensor Trainer::micro_batch_loss(const torch::Tensor& rows) {
-  const int64_t L = options_.seq_len;
-  auto input = rows.narrow(1, 0, L - 1);
-  auto target = rows.narrow(1, 1, L - 1).clone();
+// What the loss is computed from: the final hidden states [micro, L-1, C] (fp32; the LM head and the loss
+// fused in linear_cross_entropy_sum) or, under bf16 autocast, the logits [micro, L-1, V] bf16.
+torch::Tensor Trainer::loss_features(const torch::Tensor& input) {
+  if (!bf16_) return model_->hidden_states(input);
+  AutocastGuard autocast(device_);
+  return model_->forward(input);
+}
+
+// Summed NLL of `target` [micro, n] (kIgnoreTarget skipped) from loss_features [micro, n, *].
+torch::Tensor Trainer::summed_loss(const torch::Tensor& features, const torch::Tensor& target) const {
+  if (!bf16_)
+    return linear_cross_entropy_sum(features.reshape({-1, features.size(-1)}), model_->embed_out->weight,
+                                    target.reshape(-1), kIgnoreTarget);
+  namespace F = torch::nn::functional;
+  return F::cross_entropy(features.to(torch::kFloat32).reshape({-1, features.size(-1)}), target.reshape(-1),
+                          F::CrossEntropyFuncOptions().ignore_index(kIgnoreTarget).reduction(torch::kSum));
+}
+
+// The next-token targets of [micro, L] rows: [micro, L-1], a target that is a sink id ignored.
+torch::Tensor Trainer::targets(const torch::Tensor& rows) const {
+  auto target = rows.narrow(1, 1, options_.seq_len - 1).clone();
   const int64_t sinks = sink_prefix_length(model_config_);
   if (sinks > 1) target.narrow(1, 0, sinks - 1).fill_(kIgnoreTarget);
-  if (!bf16_) {
-    auto hidden = model_->hidden_states(input);  // [micro, L-1, C]
-    return linear_cross_entropy_sum(hidden.reshape({-1, hidden.size(-1)}), model_->embed_out->weight,
-                                    target.reshape(-1), kIgnoreTarget);
-  }
-  torch::Tensor logits;
-  {
-    AutocastGuard autocast(device_);
-    logits = model_->forward(input);  // [micro, L-1, V] bf16
-  }
-  namespace F = torch::nn::functional;
-  return F::cross_entropy(logits.to(torch::kFloat32).reshape({-1, logits.size(-1)}), target.reshape(-1),
-                          F::CrossEntropyFuncOptions().ignore_index(kIgnoreTarget).reduction(torch::kSum));
+  return target;
+}
+
+torch::Tensor Trainer::micro_batch_loss(const torch::Tensor& rows) {
+  return summed_loss(loss_features(rows.narrow(1, 0, options_.seq_len - 1)), targets(rows));
 }
 
 Trainer::StepResult Trainer::train_step(int64_t step) {
@@ -237,20 +246,36 @@ torch::Tensor Trainer::batch_tensor(std::vector<uint32_t>& batch) const {
   return ids.pin_memory().to(device_, /*non_blocking=*/true);
 }
 
-double Trainer::validation_loss() {
-  if (!validation_loader_) return std::nan("");
+// The column of targets() whose text context is outside 1 .. L-2 tokens: a sink token model's first text
+// target (predicted from its sinks alone), a model without sink tokens' last (a context of L-1 text tokens,
+// which no sink token model has). Without it every mode scores the same context lengths.
+int64_t Trainer::unmatched_target_column() const {
+  const int64_t sinks = sink_prefix_length(model_config_);
+  return sinks > 0 ? sinks - 1 : options_.seq_len - 2;
+}
+
+ValidationLoss Trainer::validation_loss() {
+  if (!validation_loader_) return {};
   torch::NoGradGuard no_grad;
   validation_loader_->restore(validation_start_);
-  std::vector<double> sums = {0, 0};
+  const int64_t u = unmatched_target_column();
+  std::vector<double> sums = {0, 0, 0};  // NLL of the matched targets, of the unmatched ones, samples
   for (int64_t b = 0; b < options_.validation_batches; ++b) {
     std::vector<uint32_t> batch = validation_loader_->next_batch();
     auto ids = batch_tensor(batch);
-    for (int64_t m = 0; m < options_.accumulation; ++m)
-      sums[0] += micro_batch_loss(ids.narrow(0, m * options_.micro_batch, options_.micro_batch)).item<double>();
-    sums[1] += static_cast<double>(ids.size(0) * targets_per_sample_);
+    for (int64_t m = 0; m < options_.accumulation; ++m) {
+      auto rows = ids.narrow(0, m * options_.micro_batch, options_.micro_batch);
+      auto features = loss_features(rows.narrow(1, 0, options_.seq_len - 1));
+      auto target = targets(rows), matched = target.clone();
+      matched.select(1, u).fill_(kIgnoreTarget);
+      sums[0] += summed_loss(features, matched).item<double>();
+      sums[1] += summed_loss(features.narrow(1, u, 1), target.narrow(1, u, 1)).item<double>();
+    }
+    sums[2] += static_cast<double>(ids.size(0));
   }
   communicator_->allreduce_sum_host(sums, "validation loss");
-  return sums[0] / sums[1];
+  const double matched = targets_per_sample_ > 1 ? sums[0] / (sums[2] * (targets_per_sample_ - 1)) : std::nan("");
+  return {(sums[0] + sums[1]) / (sums[2] * targets_per_sample_), matched};
 }
 
 // All ranks write into one staging directory (train/training_checkpoint.h); rank 0 commits it once every
@@ -317,7 +342,7 @@ void Trainer::report_progress(int64_t done, const StepResult& r, TrainSummary& s
 TrainSummary Trainer::run() {
   TrainSummary summary;
   summary.steps = first_step_;
-  summary.validation_loss = std::nan("");
+  summary.validation = {};
   const bool tty = ::isatty(STDERR_FILENO);
   auto run_start = std::chrono::steady_clock::now();
   if (sink_probe_ && first_step_ == 0) log(sink_probe_->measure(model_, 0));
@@ -340,11 +365,12 @@ TrainSummary Trainer::run() {
     if (profile_->window_complete(step)) report_profile();
     if (sink_probe_ && (sink_probe_->due(done) || last)) log(sink_probe_->measure(model_, done));
     if ((options_.eval_every > 0 && done % options_.eval_every == 0) || last) {
-      summary.validation_loss = validation_loss();
-      if (!std::isnan(summary.validation_loss)) {
-        log({{"step", done}, {"val_loss", summary.validation_loss}});
+      summary.validation = validation_loss();
+      if (!std::isnan(summary.validation.all)) {
+        log({{"step", done}, {"val_loss", summary.validation.all}, {"val_loss_matched", summary.validation.matched}});
         if (communicator_->is_root())
-          std::cerr << (tty ? "\n" : "") << "step " << done << " validation loss " << summary.validation_loss << "\n";
+          std::cerr << (tty ? "\n" : "") << "step " << done << " validation loss " << summary.validation.all
+                    << " (matched context: " << summary.validation.matched << ")\n";
       }
     }
     if ((options_.checkpoint_every > 0 && done % options_.checkpoint_every == 0) || last) {

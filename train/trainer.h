@@ -7,6 +7,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -28,10 +29,18 @@ namespace sinklm {
 
 class SinkProbe;
 
+// Mean next-token NLL over the validation batches. `matched` leaves out the one target per sample whose text
+// context is not 1 .. seq_len-2 tokens (Trainer::unmatched_target_column), so a sink token model and its
+// vanilla twin are scored on the same context lengths; `all` is every target. NaN when no validation ran.
+struct ValidationLoss {
+  double all = std::nan("");
+  double matched = std::nan("");
+};
+
 struct TrainSummary {
   int64_t steps = 0;
   double last_loss = 0;
-  double validation_loss = 0;  // NaN when no validation ran
+  ValidationLoss validation;
   double tokens_per_second = 0;
   std::string last_checkpoint;
 };
@@ -53,8 +62,12 @@ class Trainer {
   void restore(const std::string& checkpoint_dir);
   StepResult train_step(int64_t step);
   torch::Tensor batch_tensor(std::vector<uint32_t>& batch) const;
+  torch::Tensor loss_features(const torch::Tensor& input);
+  torch::Tensor summed_loss(const torch::Tensor& features, const torch::Tensor& target) const;
+  torch::Tensor targets(const torch::Tensor& rows) const;
   torch::Tensor micro_batch_loss(const torch::Tensor& rows);  // summed token NLL of [micro, seq_len] ids
-  double validation_loss();
+  int64_t unmatched_target_column() const;
+  ValidationLoss validation_loss();
   void save_checkpoint(int64_t steps_done);
   void report_progress(int64_t done, const StepResult& r, TrainSummary& summary);
   void report_profile();  // collective: <run>/profile.json and the table (rank 0)

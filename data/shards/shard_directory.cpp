@@ -1,5 +1,6 @@
 #include "data/shards/shard_directory.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -64,6 +65,16 @@ std::vector<TokenShard> open_split_shards(const std::string& dir, Split split) {
     if (s.vocab_size() != shards.front().vocab_size() || s.end_of_text_id() != shards.front().end_of_text_id())
       fail(s.path(), ": vocabulary differs from ", shards.front().path(), " (mixed tokenizers?)");
   return shards;
+}
+
+std::vector<uint32_t> read_split_tokens(const std::string& dir, Split split, int64_t max_tokens) {
+  std::vector<uint32_t> tokens;
+  for (const TokenShard& shard : open_split_shards(dir, split)) {
+    const uint64_t left = max_tokens < 0 ? shard.token_count() : static_cast<uint64_t>(max_tokens) - tokens.size();
+    shard.copy_tokens(0, std::min<uint64_t>(left, shard.token_count()), tokens);
+    if (max_tokens >= 0 && tokens.size() >= static_cast<uint64_t>(max_tokens)) break;
+  }
+  return tokens;
 }
 
 }  // namespace sinklm

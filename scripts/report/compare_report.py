@@ -19,16 +19,24 @@ def load(path):
     return json.load(open(path)) if os.path.exists(path) else None
 
 
+def validation_cell(record, key):
+    return f"{record[key]:.4f}" if record and key in record else "-"
+
+
 def training_rows(runs):
-    print("| run | steps | tokens | final train loss | final validation loss |")
-    print("|---|---|---|---|---|")
+    print("| run | steps | tokens | final train loss | final validation loss | same, matched context |")
+    print("|---|---|---|---|---|---|")
     for run in runs:
         rows = [json.loads(line) for line in open(os.path.join(run, "metrics.jsonl"))]
         train = [r for r in rows if "loss" in r]
         val = [r for r in rows if "val_loss" in r]
-        last_val = f"{val[-1]['val_loss']:.4f}" if val else "-"
+        last = val[-1] if val else None
         print(f"| {os.path.basename(run)} | {train[-1]['step']} | {int(train[-1]['tokens']):,} | "
-              f"{train[-1]['loss']:.4f} | {last_val} |")
+              f"{train[-1]['loss']:.4f} | {validation_cell(last, 'val_loss')} | "
+              f"{validation_cell(last, 'val_loss_matched')} |")
+    print("\n*Matched context: the mean over targets with 1 .. seq_len−2 text tokens of context, the same in every "
+          "sink mode (a sink-token model's first target, predicted from the sink alone, and a vanilla model's last "
+          "are left out); the plain validation loss counts every target.*")
 
 
 def streaming(out, names, window):
@@ -221,8 +229,11 @@ def main():
     splits = shards.get("splits", {})
     print(f"Data: {', '.join(s.get('name', '?') for s in corpus.get('sources', []))} from Debian packages; "
           f"tokenizer: {shards.get('tokenizer', '?')}; train {splits.get('train', {}).get('tokens', 0):,} tokens, "
-          f"held-out test {splits.get('test', {}).get('tokens', 0):,} tokens. Same size, data, schedule and seed "
-          f"for every model.\n")
+          f"held-out test {splits.get('test', {}).get('tokens', 0):,} tokens, streamed as training reads documents "
+          f"(each followed by the end-of-text id). Every model has the same size, shards, schedule and seed; a "
+          f"sink-token model's samples hold its sink id and seq_len−1 text tokens, so its samples are cut at other "
+          f"boundaries, shuffled over a different count, and each step holds (seq_len−1)/seq_len of the vanilla "
+          f"model's text. Streams score the same text tokens for every model.\n")
     print("## Training\n")
     training_rows(runs)
     print("\n![loss curves](loss.png)\n")

@@ -227,7 +227,8 @@ def variants_table(s):
           "the others). Mode statistics: what the variant's own row adds (heads.json \"statistics\"), per layer; "
           "gated: mean gate·fraction of (token, head) gates below 0.1. Perplexity "
           "through a W-entry cache as in Table 3; dense = the full cache. Validation loss: "
-          "the last evaluation in training. Training speed: mean tokens/s over the logged steps, relative to the "
+          "the last evaluation in training, every target / matched context (targets with 1 .. seq_len−2 text tokens "
+          "before them, the same in every mode). Training speed: mean tokens/s over the logged steps, relative to the "
           "vanilla model of the same source.\n")
     print("| model | sink on | sink mass per layer | mode statistics per layer | 0+W | 1+(W-1) | 4+(W-4) | "
           "0+W ÷ 1+(W-1) | dense | validation loss | training speed |")
@@ -250,12 +251,13 @@ def variants_table(s):
         text = [f"{v:.2f}" if v else "-" for v in cells]
         ratio = f"{cells[0] / cells[1]:.2f}x" if cells[0] and cells[1] else "-"
         dense = f"{full['runs'][0]['ppl']:.2f}" if full else "-"
-        val = [r["val_loss"] for r in s.metrics(run) if "val_loss" in r]
+        val = [r for r in s.metrics(run) if "val_loss" in r]
         speed = tokens_per_s(s.metrics(run))
         relative = f"{speed / vanilla:.2f}x" if speed and vanilla else "-"
         print(f"| {run} ({mode}) | {site} | " + " / ".join(f"{m:.3f}" for m in mass) +
               f" | {gates} | " + " | ".join(text) + f" | {ratio} | {dense} | " +
-              (f"{val[-1]:.4f}" if val else "-") + f" | {relative} |")
+              (f"{val[-1]['val_loss']:.4f} / {val[-1].get('val_loss_matched', math.nan):.4f}" if val else "-")
+              + f" | {relative} |")
     print("\n*Mode statistics: the row's statistics joined by '·', layer 0 / layer 1 / ...*\n")
 
 

@@ -89,9 +89,11 @@ def saved_value(run_dir, key):
     sys.exit(f"sink_sweep: {run_dir}/config.yaml has no '{key}'")
 
 
-def last_validation_loss(run_dir):
-    losses = [r["val_loss"] for r in map(json.loads, open(os.path.join(run_dir, "metrics.jsonl"))) if "val_loss" in r]
-    return losses[-1] if losses else math.nan
+def last_validation_losses(run_dir):
+    """(every target, matched context) of the run's last evaluation; NaN where it has none (or, for matched, was
+    logged before the trainer reported it)."""
+    losses = [r for r in map(json.loads, open(os.path.join(run_dir, "metrics.jsonl"))) if "val_loss" in r]
+    return (losses[-1]["val_loss"], losses[-1].get("val_loss_matched", math.nan)) if losses else (math.nan, math.nan)
 
 
 def sink_parameter_sizes(ckpt):
@@ -155,7 +157,8 @@ def measure(run_dir, data_dir, log, stream_tokens):
     # Table 2's last row (8 initial tokens kept) and Figure 3's sliding window with re-computation.
     extra = {name: stream_ppl(run_dir, ckpt, data_dir, window, stream_tokens, log, name, flags)
              for name, flags in (("eight", ["--cache", "sink_window", "--sinks", "8"]), ("recompute", ["--cache", "recompute"]))}
-    return {"steps": int(saved_value(run_dir, "steps")), "val_loss": last_validation_loss(run_dir),
+    val_loss, val_loss_matched = last_validation_losses(run_dir)
+    return {"steps": int(saved_value(run_dir, "steps")), "val_loss": val_loss, "val_loss_matched": val_loss_matched,
             "sink_mass": mass, "ppl": ppl + [extra["eight"]], "recompute_ppl": extra["recompute"],
             "evict": ppl[0] / ppl[1], "four": ppl[-1] / ppl[1], "sink_parameters": sink_parameter_sizes(ckpt),
             "mechanism": mechanism(heads)}
@@ -200,11 +203,11 @@ CACHES = ["0+W", "1+(W−1)", "2+(W−2)", "4+(W−4)", "8+(W−8)"]  # the orde
 
 
 def per_seed_table(results):
-    print("| setting | variant | seed | validation loss | sink mass per layer | perplexity " + " / ".join(CACHES)
+    print("| setting | variant | seed | validation loss: every target / matched context | sink mass per layer | perplexity " + " / ".join(CACHES)
           + " | recompute | 0+W ÷ 1+(W−1) | 4+(W−4) ÷ 1+(W−1) | largest \\|sink parameter\\| |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for (name, mode, seed), r in results.items():
-        print(f"| {name} | {mode} | {seed} | {r['val_loss']:.4f} | {' / '.join(f'{m:.3f}' for m in r['sink_mass'])} "
+        print(f"| {name} | {mode} | {seed} | {r['val_loss']:.4f} / {r.get('val_loss_matched', math.nan):.4f} | {' / '.join(f'{m:.3f}' for m in r['sink_mass'])} "
               f"| {' / '.join(f'{p:.2f}' for p in r['ppl'])} | {r['recompute_ppl']:.2f} | {r['evict']:.3f}x "
               f"| {r['four']:.4f}x | {fmt_parameters(r['sink_parameters'])} |")
 
@@ -275,19 +278,22 @@ def cache_table(summaries):
 
 def paired_table(results, baseline):
     """Each variant against `baseline` on the same seed (same data, init and order seed): the paired difference
-    of validation loss and the paired ratio of 1+(W-1) perplexity, mean with its 95% interval over seeds."""
-    print(f"| setting | variant | seeds | validation loss − {baseline}'s | 1+(W−1) perplexity ÷ {baseline}'s |")
-    print("|---|---|---|---|---|")
+    of validation loss (every target, and matched context: the same context lengths in every mode) and the
+    paired ratio of 1+(W-1) perplexity, mean with its 95% interval over seeds."""
+    print(f"| setting | variant | seeds | validation loss − {baseline}'s | matched-context validation loss − "
+          f"{baseline}'s | 1+(W−1) perplexity ÷ {baseline}'s |")
+    print("|---|---|---|---|---|---|")
     pairs = {}
     for (name, mode, seed), r in results.items():
         base = results.get((name, baseline, seed))
         if mode != baseline and base is not None:
             pairs.setdefault((name, mode), []).append((r, base))
     for (name, mode), rows in pairs.items():
-        loss = seed_stats.mean_interval([r["val_loss"] - b["val_loss"] for r, b in rows])
+        loss, matched = (seed_stats.mean_interval([r[key] - b[key] for r, b in rows])
+                         for key in ("val_loss", "val_loss_matched"))
         ppl = seed_stats.ratio_interval([r["ppl"][1] / b["ppl"][1] for r, b in rows])
         print(f"| {name} | {mode} | {len(rows)} | {seed_stats.format_interval(loss, 4)} "
-              f"| {seed_stats.format_interval(ppl, 4, 'x')} |")
+              f"| {seed_stats.format_interval(matched, 4)} | {seed_stats.format_interval(ppl, 4, 'x')} |")
 
 
 def main():

@@ -113,6 +113,57 @@ if "$SINKLM_BIN" prepare synthetic --task recall --triggers 3 --out "$work/r2" >
 fi
 grep -q -- "--triggers does not apply to --task recall" "$work/err" || { cat "$work/err"; exit 1; }
 
+# --shards DIR: the test split as training reads it. Two shards written here in token_shard.h's format; the
+# reader must give their documents in manifest order, each followed by the end-of-text id, exactly what --ids
+# of those tokens (written from the documents' own bytes) scores. analyze reads it too.
+"$PYTHON" - "$work" <<'PY'
+import json, os, struct, sys
+work, eot = sys.argv[1], 3
+docs = [[f"Document {s}.{d}: " + "the sink keeps the stream stable. " * (2 + d) for d in range(3)] for s in range(2)]
+os.makedirs(f"{work}/shards")
+ids = []
+for s, shard in enumerate(docs):
+    tokens, starts = [], []
+    for text in shard:
+        starts.append(len(tokens))
+        tokens += list(text.encode()) + [eot]
+    starts.append(len(tokens))
+    header = b"SINKTOK\0" + struct.pack("<IIQQII", 1, 2, len(tokens), len(shard), 256, eot) + bytes(24)
+    with open(f"{work}/shards/test-00000{s}-0000.bin", "wb") as f:
+        f.write(header + struct.pack(f"<{len(tokens)}H", *tokens) + struct.pack(f"<{len(starts)}Q", *starts))
+    ids += tokens
+manifest = {"format": "sinklm-shards", "format_version": 1, "vocab_size": 256, "end_of_text_id": eot,
+            "splits": {"test": {"shards": ["test-000000-0000.bin", "test-000001-0000.bin"]}}}
+json.dump(manifest, open(f"{work}/shards/manifest.json", "w"))
+open(f"{work}/test.ids", "w").write(" ".join(map(str, ids)))
+PY
+"$SINKLM_BIN" stream --threads 1 --checkpoint "$work/ckpt" --shards "$work/shards" --window 64 \
+  --nll-out "$work/nll-shards.tsv" --json "$work/source-shards.json" >/dev/null 2>&1
+"$SINKLM_BIN" stream --threads 1 --checkpoint "$work/ckpt" --ids "$work/test.ids" --window 64 \
+  --nll-out "$work/nll-ids.tsv" >/dev/null 2>&1
+cmp "$work/nll-shards.tsv" "$work/nll-ids.tsv" || { echo "--shards and --ids of its tokens differ"; exit 1; }
+grep -q "\"source\": \"--shards $work/shards (test split)\"" "$work/source-shards.json" ||
+  { cat "$work/source-shards.json"; exit 1; }
+"$SINKLM_BIN" analyze --threads 1 --checkpoint "$work/ckpt" --shards "$work/shards" --tokens 64 --segments 2 \
+  --out "$work/analysis" >/dev/null 2>&1
+grep -q "\"text\": \"--shards $work/shards (test split)\"" "$work/analysis/heads.json" ||
+  { head -20 "$work/analysis/heads.json"; exit 1; }
+"$SINKLM_BIN" init --config "$SINKLM_SOURCE_DIR/configs/tiny-sink.yaml" --out "$work/ckpt300" \
+  --set model.vocab_size=308 --set model.tokenizer_vocab_size=300 >/dev/null
+expect_shards_error() {  # expect_shards_error <checkpoint> <text in the message> <args...>
+  local ckpt="$1" want="$2"; shift 2
+  if "$SINKLM_BIN" stream --threads 1 --checkpoint "$ckpt" "$@" >/dev/null 2>"$work/err"; then
+    echo "expected failure for: $*"; exit 1
+  fi
+  grep -q -- "$want" "$work/err" || { echo "message for '$*' lacks '$want':"; cat "$work/err"; exit 1; }
+}
+expect_shards_error "$work/ckpt300" "--shards $work/shards: its tokenizer has 256 ids, the model's 300" \
+  --tokenizer bytes --shards "$work/shards"
+expect_shards_error "$work/ckpt" "$work/text.txt/manifest.json" --shards "$work/text.txt"
+expect_shards_error "$work/ckpt" "give exactly one of --text FILE, --ids FILE, --shards DIR" \
+  --shards "$work/shards" --ids "$work/test.ids"
+echo "--shards ok"
+
 # `sinklm bench-decode`: 4 streams batched, the bounds beside the figure, --trace's operator table, and a
 # --trace that is not a directory named in the error.
 "$SINKLM_BIN" bench-decode --threads 1 --checkpoint "$work/ckpt" --window 64 --streams 4 --decode 3 \

@@ -3,7 +3,10 @@
   - train.activation_checkpointing=true gives the losses and weights of the plain path;
   - the log's first lines report memory (plan per rank, then the measured peak after the first step);
   - train.trace_steps=2 writes a Chrome trace and its per-operator table;
-  - train.communicator=nccl on a CPU run is refused with the key named.
+  - train.communicator=nccl on a CPU run is refused with the key named;
+  - validation losses, every target and matched context (val_loss, val_loss_matched), equal the mean NLL that
+    `sinklm forward`'s logits give on the validation samples cut from the shard by hand, for a sink token model
+    and its vanilla twin.
 """
 import json
 import os
@@ -27,6 +30,50 @@ def train(work, name, *extra):
 def losses(run_dir):
     with open(f"{run_dir}/metrics.jsonl") as f:
         return [json.loads(line)["loss"] for line in f if '"loss"' in line]
+
+
+def shard_tokens(path):
+    """The tokens of a shard file (data/shards/token_shard.h: a 64-byte header, then uint16 or uint32 ids)."""
+    raw = open(path, "rb").read()
+    width, count = int.from_bytes(raw[12:16], "little"), int.from_bytes(raw[16:24], "little")
+    return np.frombuffer(raw, dtype=np.uint16 if width == 2 else np.uint32, count=count, offset=64).astype(np.int64)
+
+
+def validation_by_hand(work, run, sinks, samples, seq_len):
+    """(every target, matched context) mean NLL of the first `samples` validation windows from forward's logits."""
+    tokens = shard_tokens(f"{work}/shards/validation-000000-0000.bin")
+    text = seq_len - sinks
+    every, matched = [], []
+    for s in range(samples):
+        window = tokens[s * text:(s + 1) * text]
+        run_sinklm("forward", "--checkpoint", f"{run}/checkpoints/step_00000002", "--ids",
+                   " ".join(map(str, window)), "--out", f"{work}/logits.safetensors")
+        logits = load_file(f"{work}/logits.safetensors")["logits"].astype(np.float64)  # [seq_len, V]
+        logp = logits - logits.max(1, keepdims=True)
+        logp -= np.log(np.exp(logp).sum(1, keepdims=True))
+        # Position p predicts text token p + 1 - sinks; the first text token is predicted at p = sinks - 1.
+        nll = [-logp[p, window[p + 1 - sinks]] for p in range(max(sinks - 1, 0), seq_len - 1)]
+        every += nll
+        # Matched: text contexts of 1 .. seq_len-2 tokens (the sink model's first target and the vanilla
+        # model's last are left out).
+        matched += nll[1:] if sinks else nll[:-1]
+    return float(np.mean(every)), float(np.mean(matched))
+
+
+def check_validation(work):
+    """Both validation losses of a token model and a vanilla one against forward's logits by hand."""
+    seq_len, samples = 64, 4
+    for mode, sinks in [("token", 1), ("none", 0)]:
+        rc, log = train(work, f"validation-{mode}", f"model.sink.mode={mode}", "train.steps=2", "train.eval_every=2",
+                        "data.validation_batches=1", f"train.global_batch_tokens={seq_len * samples}",
+                        f"train.micro_batch={samples}")
+        check(rc == 0, f"validation run ({mode})", log[-500:] if rc else "")
+        record = [json.loads(l) for l in open(f"{work}/validation-{mode}/metrics.jsonl") if "val_loss" in l][-1]
+        every, matched = validation_by_hand(work, f"{work}/validation-{mode}", sinks, samples, seq_len)
+        check(abs(record["val_loss"] - every) < 1e-4 and abs(record["val_loss_matched"] - matched) < 1e-4,
+              f"validation losses of the {mode} model = forward's NLL by hand (every target, matched context)",
+              f"trainer {record['val_loss']:.6f} / {record['val_loss_matched']:.6f}, "
+              f"by hand {every:.6f} / {matched:.6f}")
 
 
 def main():
@@ -56,6 +103,8 @@ def main():
         check(len(events) > 100 and "aten::mm" in table and "over 2 traced steps" in table,
               "train.trace_steps writes a Chrome trace and its table",
               f"exit {rc}, {len(events)} events, table: {table[:300]}")
+
+        check_validation(work)
 
         rc, log = train(work, "nccl", "train.communicator=nccl")
         check(rc != 0 and "train.communicator" in log, "train.communicator=nccl on CPUs is refused naming the key",
