@@ -77,7 +77,7 @@ std::vector<KeySpec> build_schema() {
              "the sink token's embedding rows are rows of embed_in and take train.lr"),
       number("train.grad_clip", "1.0", 0, 1e9, "clip the global gradient norm to this (0 = off)"),
       choice("train.device", {"auto", "cpu", "cuda"}, "auto = the GPU of this rank's local rank if CUDA is there"),
-      choice("train.precision", {"auto", "fp32", "bf16"}, "auto = bf16 autocast on CUDA, fp32 on CPU"),
+      choice("train.precision", {"auto", "fp32", "bf16"}, "auto = bf16 autocast on CUDA, fp32 on CPU; bf16 = bf16 autocast on either"),
       choice("train.zero", {"0", "1"}, "1 = ZeRO stage 1: optimizer state sharded across ranks"),
       integer("train.trace_steps", 0, 0, 1e6,
               "LibTorch profiler over N steps after the first: <run>/trace.json and trace_top.txt (0 = off)"),

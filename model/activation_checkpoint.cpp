@@ -1,6 +1,5 @@
 #include "model/activation_checkpoint.h"
 
-#include <ATen/autocast_mode.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>
 #include <torch/torch.h>
@@ -18,8 +17,8 @@ class RecomputeBlock : public torch::autograd::Node {
       : block_(std::move(block)),
         input_(input.detach()),
         input_requires_grad_(input.requires_grad()),
-        autocast_(at::autocast::is_autocast_enabled(at::kCUDA)),
-        autocast_dtype_(at::autocast::get_autocast_dtype(at::kCUDA)) {}
+        autocast_(AutocastGuard::enabled(input.device())),
+        autocast_dtype_(AutocastGuard::dtype(input.device())) {}
 
   torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override {
     torch::Tensor input = input_.detach().requires_grad_(input_requires_grad_);

@@ -1,5 +1,6 @@
-// RAII mixed precision: inside the guard, CUDA matmuls and attention run in `dtype` (bf16 by default)
-// while parameters, reductions and the loss stay float32. A no-op on the CPU, where sinklm runs fp32.
+// RAII mixed precision: inside the guard, matmuls (projections, the LM head) on `device`'s type (CUDA or the
+// CPU, where oneDNN runs bf16 with AVX512-BF16) run in `dtype` (bf16 by default) while parameters,
+// reductions and the loss stay float32. The previous state of that device type is restored on exit.
 #pragma once
 #include <ATen/autocast_mode.h>
 #include <c10/core/Device.h>
@@ -8,26 +9,29 @@ namespace sinklm {
 
 class AutocastGuard {
  public:
-  explicit AutocastGuard(c10::Device device, c10::ScalarType dtype = c10::kBFloat16) : active_(device.is_cuda()) {
-    if (!active_) return;
-    previous_dtype_ = at::autocast::get_autocast_dtype(at::kCUDA);
-    previous_enabled_ = at::autocast::is_autocast_enabled(at::kCUDA);
-    at::autocast::set_autocast_dtype(at::kCUDA, dtype);
-    at::autocast::set_autocast_enabled(at::kCUDA, true);
+  explicit AutocastGuard(c10::Device device, c10::ScalarType dtype = c10::kBFloat16)
+      : type_(device.type()),
+        previous_enabled_(at::autocast::is_autocast_enabled(type_)),
+        previous_dtype_(at::autocast::get_autocast_dtype(type_)) {
+    at::autocast::set_autocast_dtype(type_, dtype);
+    at::autocast::set_autocast_enabled(type_, true);
   }
   ~AutocastGuard() {
-    if (!active_) return;
-    at::autocast::set_autocast_enabled(at::kCUDA, previous_enabled_);
-    at::autocast::set_autocast_dtype(at::kCUDA, previous_dtype_);
+    at::autocast::set_autocast_enabled(type_, previous_enabled_);
+    at::autocast::set_autocast_dtype(type_, previous_dtype_);
     at::autocast::clear_cache();
   }
   AutocastGuard(const AutocastGuard&) = delete;
   AutocastGuard& operator=(const AutocastGuard&) = delete;
 
+  // Whether autocast is on for `device`'s type now (what a recomputation must restore).
+  static bool enabled(c10::Device device) { return at::autocast::is_autocast_enabled(device.type()); }
+  static c10::ScalarType dtype(c10::Device device) { return at::autocast::get_autocast_dtype(device.type()); }
+
  private:
-  bool active_;
-  bool previous_enabled_ = false;
-  c10::ScalarType previous_dtype_ = c10::kBFloat16;
+  c10::DeviceType type_;
+  bool previous_enabled_;
+  c10::ScalarType previous_dtype_;
 };
 
 }  // namespace sinklm

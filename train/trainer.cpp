@@ -61,9 +61,8 @@ Trainer::Trainer(Config config, std::string run_dir, bool resume, const Distribu
       model_config_(ModelConfig::from(config_)),
       device_(pick_device(options_, context)),
       faults_(options_, context.rank()) {
-  if (options_.precision == "bf16" && !device_.is_cuda())
-    fail(config_.source(), ": train.precision=bf16 needs CUDA; on the CPU sinklm trains in fp32");
-  bf16_ = device_.is_cuda() && options_.precision != "fp32";
+  // auto: bf16 on CUDA; on the CPU only when asked (its bf16 matmuls need AVX512-BF16 or AMX to pay).
+  bf16_ = options_.precision == "bf16" || (device_.is_cuda() && options_.precision == "auto");
   if (options_.seq_len > model_config_.max_position_embeddings)
     fail(config_.source(), ": train.seq_len (", options_.seq_len, ") exceeds model.max_position_embeddings (",
          model_config_.max_position_embeddings, ")");
@@ -104,6 +103,9 @@ Trainer::Trainer(Config config, std::string run_dir, bool resume, const Distribu
               << " x " << options_.seq_len << " tokens per step (" << options_.accumulation << " micro-steps of "
               << options_.micro_batch << " per rank), " << (reduction_->sharded() ? "ZeRO-1 sharded" : "replicated")
               << " optimizer" << (checkpoint ? ", resumed from " + *checkpoint : std::string()) << "\n";
+    if (bf16_ && device_.is_cpu())
+      std::cerr << "sinklm train: bf16 on the CPU: projections and the LM head in bf16 with fp32 accumulation; "
+                   "attention in the fused fp32 kernel on a widened q/k/v (ATen where the sink mode has no fused path)\n";
     const int64_t optimizer_numel = reduction_->sharded() ? flat_->padded_numel() / context.world_size() : flat_->padded_numel();
     std::cerr << "sinklm train: memory per rank: "
               << describe(plan_memory(model_config_, options_, flat_->padded_numel(), optimizer_numel, bf16_), options_)

@@ -1,4 +1,5 @@
-"""sinklm train vs a plain PyTorch training loop on the same model, batch and optimizer (CPU, fp32), one table.
+"""sinklm train vs a plain PyTorch training loop on the same model, batch and optimizer (CPU, fp32), one table;
+then sinklm's own bf16 autocast against its fp32 (--precision-presets).
 
 Per preset: the median tokens/s over timed steps of `sinklm train` and of a plain PyTorch loop, their ratio,
 and sinklm's model FLOP/s as a fraction of the float32 matmul rate torch reaches in this run (1024^3 GEMMs, the
@@ -54,7 +55,7 @@ def prepare_data(cache):
 MODEL_SETTINGS = ["model.sink.mode=none", "model.tokenizer_vocab_size=8000"]
 
 
-def sinklm_run(preset, shards, steps, threads, ranks, samples, out, binary=SINKLM):
+def sinklm_run(preset, shards, steps, threads, ranks, samples, out, binary=SINKLM, extra=()):
     """Per-step tokens/s of the timed steps (all but the first) and the step profile (None for a --baseline
     binary, which may predate train.profile_steps) of a sinklm run with a global batch of `samples`
     (micro-batches of 8 per rank, accumulated when there are more)."""
@@ -63,7 +64,7 @@ def sinklm_run(preset, shards, steps, threads, ranks, samples, out, binary=SINKL
     settings = MODEL_SETTINGS + [
         f"data.shards={shards}", f"train.steps={steps}", f"train.seq_len={seq}", f"train.micro_batch={micro}",
         f"train.global_batch_tokens={seq * samples}", "train.eval_every=0", "train.checkpoint_every=0",
-        "data.validation_batches=0", "train.log_every=1", f"train.threads={threads}"]
+        "data.validation_batches=0", "train.log_every=1", f"train.threads={threads}"] + list(extra)
     if profiled:
         settings.append(f"train.profile_steps={steps - 1}")
     cmd = [binary, "train", "--config", f"{ROOT}/configs/{preset}.yaml", "--out", out]
@@ -184,10 +185,15 @@ def python_rates(model, seq, micro, steps):
     return rates[1:]
 
 
-def matmul_flops(threads, n=1024):
-    """Float32 GEMM rate: the best of 5 trials of ~0.2 s, as train/throughput.cpp probes it."""
+def run_losses(out):
+    with open(f"{out}/metrics.jsonl") as f:
+        return [json.loads(line)["loss"] for line in f if '"loss"' in line]
+
+
+def matmul_flops(threads, n=1024, dtype=torch.float32):
+    """GEMM rate of `dtype`: the best of 5 trials of ~0.2 s, as train/throughput.cpp probes it (float32)."""
     torch.set_num_threads(threads)
-    a, b = torch.randn(n, n), torch.randn(n, n)
+    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
     a @ b
     best = 0.0
     for _ in range(5):
@@ -214,6 +220,9 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--cache", default=os.path.join(ROOT, "runs", "bench-data"))
     parser.add_argument("--baseline", help="another sinklm binary (e.g. an older build) timed in the same rounds")
+    parser.add_argument("--precision-presets", default="small",
+                        help="presets of the train.precision bf16 vs fp32 table ('' = none)")
+    parser.add_argument("--precision-steps", type=int, default=30, help="steps per run of the precision table")
     args = parser.parse_args()
     shards = prepare_data(args.cache)
     load = os.getloadavg()[0]
@@ -264,6 +273,35 @@ def main():
             ranks_blocked = ", ".join(f"{statistics.median(x):.1f}" for x in zip(*blocked))
             print(f"{preset:<8} {micro * seq * 2:>8} {a:>10.0f} {b:>10.0f} {b / a:>7.2f}x {best_ratio:>14.2f}x {ranks_blocked:>40} "
                   f"{statistics.median(step_ms):>11.1f}", flush=True)
+        precision = [p for p in args.precision_presets.split(",") if p]
+        if precision:
+            precision_table(precision, shards, args.precision_steps, args.rounds, args.threads, work)
+
+
+def precision_table(presets, shards, steps, rounds, threads, work):
+    """sinklm train.precision=bf16 (CPU autocast) vs fp32 on the same preset, data, seed and steps: median
+    tokens/s of each, their ratio beside the ratio of the two dtypes' GEMM rates (the bound a matmul-only model
+    would reach), and both loss curves."""
+    print(f"\n{'preset':<8} {'tok/step':>8} {'fp32 tok/s':>10} {'bf16 tok/s':>10} {'bf16/fp32':>9} "
+          f"{'best-step ratio':>15} {'GEMM bf16/fp32 (bound)':>22} {'mean |loss diff|':>16} {'max':>7}")
+    curves = {}
+    for preset in presets:
+        seq, micro = SHAPES[preset]
+        rates = {"fp32": [], "bf16": []}
+        for r in range(rounds):
+            for precision in rates:
+                out = f"{work}/{preset}-{precision}-{r}"
+                rates[precision] += sinklm_run(preset, shards, steps, threads, 1, micro, out,
+                                               extra=[f"train.precision={precision}"])[0]
+                curves[(preset, precision)] = run_losses(out)
+        gemm = matmul_flops(threads, dtype=torch.bfloat16) / matmul_flops(threads)
+        fp32, bf16 = statistics.median(rates["fp32"]), statistics.median(rates["bf16"])
+        diffs = [abs(a - b) for a, b in zip(curves[(preset, "fp32")], curves[(preset, "bf16")])]
+        print(f"{preset:<8} {micro * seq:>8} {fp32:>10.0f} {bf16:>10.0f} {bf16 / fp32:>8.2f}x "
+              f"{max(rates['bf16']) / max(rates['fp32']):>14.2f}x {gemm:>21.2f}x {statistics.mean(diffs):>16.4f} "
+              f"{max(diffs):>7.4f}", flush=True)
+    for (preset, precision), losses in curves.items():
+        print(f"loss {preset} {precision}: " + " ".join(f"{x:.4f}" for x in losses))
 
 
 if __name__ == "__main__":
