@@ -39,7 +39,7 @@ std::vector<int64_t> read_test_split(const std::string& dir, const ModelConfig& 
   if (shards.front().vocab_size() != model.tokenizer_vocab_size)
     fail("--shards ", dir, ": its tokenizer has ", shards.front().vocab_size(), " ids, the model's ",
          model.tokenizer_vocab_size, " (shards of another tokenizer?)");
-  const std::vector<uint32_t> tokens = read_split_tokens(dir, Split::Test, max_tokens);
+  const std::vector<uint32_t> tokens = concatenated_tokens(shards, max_tokens);
   return {tokens.begin(), tokens.end()};
 }
 

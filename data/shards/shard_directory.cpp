@@ -67,9 +67,9 @@ std::vector<TokenShard> open_split_shards(const std::string& dir, Split split) {
   return shards;
 }
 
-std::vector<uint32_t> read_split_tokens(const std::string& dir, Split split, int64_t max_tokens) {
+std::vector<uint32_t> concatenated_tokens(const std::vector<TokenShard>& shards, int64_t max_tokens) {
   std::vector<uint32_t> tokens;
-  for (const TokenShard& shard : open_split_shards(dir, split)) {
+  for (const TokenShard& shard : shards) {
     const uint64_t left = max_tokens < 0 ? shard.token_count() : static_cast<uint64_t>(max_tokens) - tokens.size();
     shard.copy_tokens(0, std::min<uint64_t>(left, shard.token_count()), tokens);
     if (max_tokens >= 0 && tokens.size() >= static_cast<uint64_t>(max_tokens)) break;

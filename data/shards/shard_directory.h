@@ -27,9 +27,9 @@ std::string shard_manifest_path(const std::string& dir);
 // is missing, malformed or lists no shard for the split, and naming a shard that fails its checks.
 std::vector<TokenShard> open_split_shards(const std::string& dir, Split split);
 
-// The first `max_tokens` tokens of one split (-1: all), its shards in manifest order, documents as training
-// reads them: each followed by the end-of-text id. UserError as open_split_shards.
-std::vector<uint32_t> read_split_tokens(const std::string& dir, Split split, int64_t max_tokens = -1);
+// The first `max_tokens` tokens (-1: all) of `shards` (open_split_shards: manifest order) one after another,
+// documents as training reads them: each followed by the end-of-text id.
+std::vector<uint32_t> concatenated_tokens(const std::vector<TokenShard>& shards, int64_t max_tokens = -1);
 
 // The tokenizer the shards were made with, as copied into the directory; `files` empty when the manifest
 // names none (bytes, or a directory written before the copy). UserError when a listed copy is missing or its
