@@ -1,9 +1,9 @@
 // sinklm analyze: where attention goes (StreamingLLM, Figure 2 and the per-head view).
 //
-// The input (--text or the test split of --shards, cli/token_input.h) is cut into up to --segments consecutive segments of --tokens positions (sink
-// tokens of a `token` model first, as in training). Per segment, every layer's attention probabilities
-// (model/attention_probe.h) give, per head, averaged over queries q >= T/2 ("far from the start") and over
-// segments:
+// The input (--text, or the test split of --shards: cli/token_input.h) is cut into up to --segments
+// consecutive segments of --tokens positions (sink tokens of a `token` model first, as in training). Per
+// segment, every layer's attention probabilities (model/attention_probe.h) give, per head, averaged over
+// queries q >= T/2 ("far from the start") and over segments:
 //   sink_token       mass on the sink token(s)                          (token models)
 //   first_positions  mass on each of the first k text positions
 //   implicit_sink    mass absorbed by the sink column, 1 - sum of the row (softmax1 / logit / kv models)
@@ -310,9 +310,10 @@ int run_analyze_command(const std::vector<std::string>& argv) {
   if (!f.classify_heads.empty()) return classify_heads(f, m, T, max_segments);
   const std::vector<int64_t> map_layers = chosen_layers(f.layers, L);
   if (f.input.count() != 1) fail("give exactly one of --text FILE or --shards DIR to analyse");
-  const TokenInput input = read_token_input(f.input, c, m.codec.get(), max_segments * (T - sinks));
+  const int64_t per_segment = T - sinks;
+  const TokenInput input = read_token_input(f.input, c, m.codec.get(), max_segments * per_segment);
   const std::vector<int64_t>& text = input.ids;
-  const int64_t per_segment = T - sinks, segments = std::min<int64_t>(max_segments, text.size() / per_segment);
+  const int64_t segments = std::min<int64_t>(max_segments, text.size() / per_segment);
   if (segments < 1)
     fail(input.source, ": ", text.size(), " tokens, fewer than one segment of ", per_segment,
          " (lower --tokens or give more text)");
