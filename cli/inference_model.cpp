@@ -48,9 +48,9 @@ std::string tokenizer_path(const ModelFlags& flags, const std::string& checkpoin
 // The note for a format this CPU has no few-row kernel for: what runs instead.
 void say_fallback(WeightFormat format) {
   if (format == WeightFormat::Fp32 || few_row_kernel_available(format)) return;
-  std::cerr << "sinklm: note: no " << weight_format_name(format) << " decode kernel here (it needs AVX-512 with "
+  std::cerr << "sinklm: note: no " << weight_format_name(format) << " decode kernel here (it needs AVX2 with FMA, or AVX-512 with "
             << (format == WeightFormat::Bf16 ? "AVX512-BF16): LibTorch's bf16 linear runs instead"
-                                             : "AVX512-VNNI on the CPU): LibTorch's float32 linear runs on the dequantized int8 weights")
+                                             : "AVX512-VNNI): LibTorch's float32 linear runs on the dequantized int8 weights")
             << "\n";
 }
 

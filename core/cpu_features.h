@@ -1,6 +1,10 @@
 // What the CPU this process runs on can execute, for kernels written for one instruction set
-// (model/kernels/few_row_matmul.cpp, model/kernels/cache_attention_kernel.cpp): they are compiled for it function by
-// function and called only where it is present, so one binary runs on every x86-64 CPU.
+// (model/kernels/): they are compiled for it function by function and called only where it is present, so one
+// binary runs on every x86-64 CPU.
+//
+// SINKLM_CPU_ISA caps what the kernels may use below what the CPU has (as ATEN_CPU_CAPABILITY caps LibTorch's):
+// `avx512` (the default: everything present), `avx2` (the AVX2 kernels and LibTorch's ops, as on a CPU without
+// AVX-512) or `none` (LibTorch's ops only). Tests and benchmarks run the narrower paths on a wider CPU with it.
 #pragma once
 
 namespace sinklm {
@@ -11,8 +15,16 @@ namespace sinklm {
 #define SINKLM_CPU_HAS(feature) false
 #endif
 
+// The vector instruction sets the kernels of model/kernels/ are written for, widest first.
+enum class InstructionSet { Avx512, Avx2 };
+inline const char* instruction_set_name(InstructionSet set) { return set == InstructionSet::Avx512 ? "AVX-512" : "AVX2"; }
+
+// Whether SINKLM_CPU_ISA lets the kernels use `set` (core/cpu_features.cpp; a value it does not know is a
+// UserError naming the variable).
+bool isa_allowed(InstructionSet set);
+
 inline bool cpu_has_avx512f() {
-  static const bool present = SINKLM_CPU_HAS("avx512f");
+  static const bool present = isa_allowed(InstructionSet::Avx512) && SINKLM_CPU_HAS("avx512f");
   return present;
 }
 
@@ -25,6 +37,13 @@ inline bool cpu_has_avx512_bf16() {
 
 inline bool cpu_has_avx512_vnni() {
   static const bool present = cpu_has_avx512f() && SINKLM_CPU_HAS("avx512bw") && SINKLM_CPU_HAS("avx512vnni");
+  return present;
+}
+
+// AVX2 with FMA: the bf16 and int8 few-row products on CPUs without those AVX-512 sets, and the decode
+// attention over bfloat16 K/V (model/kernels/cache_attention_kernel.h).
+inline bool cpu_has_avx2_fma() {
+  static const bool present = isa_allowed(InstructionSet::Avx2) && SINKLM_CPU_HAS("avx2") && SINKLM_CPU_HAS("fma");
   return present;
 }
 

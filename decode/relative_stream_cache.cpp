@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "model/rotary.h"
+#include "model/weight_format.h"
 #include "model/sink.h"
 #include "model/kernels/cache_attention_kernel.h"
 #include "decode/stream_cache.h"
@@ -92,15 +93,17 @@ class RelativeStreamCache : public StreamCache {
     const int64_t T = q.size(1);
     if (plan_.count != T || plan_.first != stream_length_) plan_ = make_plan(T);
     const auto& p = plan_;
-    // Products run in the storage dtype (a no-op for float32), the softmax and the sums in float32.
-    const auto dt = kv_dtype();
-    auto q_recent = apply_rotary(q, p.cos, p.sin).to(dt);  // [H, T, D] at stream positions
-    auto k_new = apply_rotary(k, p.cos, p.sin).to(dt);     // [H, T, D]
-    auto v_new = v.to(dt);
-    auto q_sinks = rule_ == PositionRule::Cache ? apply_rotary(q, p.sink_cos, p.sink_sin).to(dt) : q_recent;
+    // The operands are rounded to the storage dtype (a no-op for float32) and multiplied in it, or in float32
+    // where LibTorch has no native bf16 product (bf16_product_dtype); the softmax and the sums run in float32.
+    const auto stored = kv_dtype(), dt = stored == torch::kFloat32 ? stored : bf16_product_dtype(device_);
+    const auto operand = [&](const torch::Tensor& t) { return t.to(stored).to(dt); };
+    auto q_recent = operand(apply_rotary(q, p.cos, p.sin));  // [H, T, D] at stream positions
+    auto k_new = operand(apply_rotary(k, p.cos, p.sin));     // [H, T, D]
+    auto v_new = operand(v);
+    auto q_sinks = rule_ == PositionRule::Cache ? operand(apply_rotary(q, p.sink_cos, p.sink_sin)) : q_recent;
 
-    auto sink_k = keys_[layer].narrow(1, 0, p.sinks_held), sink_v = values_[layer].narrow(1, 0, p.sinks_held);
-    auto ring_k = ring(keys_, layer), ring_v = ring(values_, layer);  // [H, capacity, D]
+    auto sink_k = operand(keys_[layer].narrow(1, 0, p.sinks_held)), sink_v = operand(values_[layer].narrow(1, 0, p.sinks_held));
+    auto ring_k = operand(ring(keys_, layer)), ring_v = operand(ring(values_, layer));  // [H, capacity, D]
     // scores = bias + q · kᵀ / sqrt(D) over [sinks | ring | chunk], each product written into its columns of
     // one buffer that starts as the mask (0 or -inf): no concatenation, no pass for the scale or the mask.
     const int64_t capacity = ring_v.size(1);
@@ -118,7 +121,7 @@ class RelativeStreamCache : public StreamCache {
     if (auto from_sink = sink_value_output(probs32, sink); from_sink.defined()) out = out + from_sink;
     if (p.sinks_held > 0) out = out + torch::matmul(probs.narrow(-1, 0, p.sinks_held), sink_v).to(torch::kFloat32);
     if (capacity > 0) out = out + torch::matmul(probs.narrow(-1, p.sinks_held, capacity), ring_v).to(torch::kFloat32);
-    store(layer, k_new, v_new);
+    store(layer, k_new.to(stored), v_new.to(stored));
     return out;
   }
 

@@ -21,7 +21,8 @@ torch::Tensor ProjectionImpl::forward(const torch::Tensor& x) {
     return few_row_matmul(x.reshape({-1, x.size(-1)}), packed_, bias).view(shape);  // [..., out]
   }
   if (weight.scalar_type() == torch::kBFloat16 && x.scalar_type() == torch::kFloat32) {
-    auto y = torch::linear(x.to(torch::kBFloat16), weight).to(torch::kFloat32);  // [..., out]
+    const auto dt = bf16_product_dtype(x.device());  // x rounded to bf16 either way
+    auto y = torch::linear(x.to(torch::kBFloat16).to(dt), weight.to(dt)).to(torch::kFloat32);  // [..., out]
     return bias.defined() ? y + bias : y;
   }
   return LinearImpl::forward(x);

@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include "core/cpu_features.h"
 #include "core/error.h"
 
 namespace sinklm {
@@ -38,6 +39,10 @@ torch::Tensor dequantize_int8(const Int8Weight& w) {
   const int64_t K = w.q.size(1);
   const auto per_input = w.scale.to(torch::kFloat32).repeat_interleave(kInt8Block, 1).narrow(1, 0, K);  // [N, K]
   return w.q.to(torch::kFloat32) * per_input;
+}
+
+torch::ScalarType bf16_product_dtype(const torch::Device& device) {
+  return !device.is_cpu() || cpu_has_avx512_bf16() ? torch::kBFloat16 : torch::kFloat32;
 }
 
 }  // namespace sinklm

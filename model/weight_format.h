@@ -28,4 +28,10 @@ struct Int8Weight {
 Int8Weight quantize_int8(const torch::Tensor& weight);  // weight [N, K], any float dtype
 torch::Tensor dequantize_int8(const Int8Weight& w);     // [N, K] float32 = q * scale
 
+// The dtype bf16 operands are multiplied in on `device`: bf16 where LibTorch multiplies bf16 natively (CUDA;
+// a CPU with AVX512-BF16, where oneDNN runs it), float32 elsewhere, where LibTorch's bf16 matmul is a generic
+// loop several times slower than widening the operands first. The operands are the same either way (bf16
+// values, exact in float32) and the products accumulate in float32; only the output's rounding differs.
+torch::ScalarType bf16_product_dtype(const torch::Device& device);
+
 }  // namespace sinklm

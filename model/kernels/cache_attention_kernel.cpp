@@ -8,32 +8,16 @@
 #include <array>
 #include <cstring>
 
-#include "model/kernels/avx512_math.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
+#include "model/kernels/avx2_math.h"
+#include "model/kernels/avx512_math.h"
 
 namespace sinklm {
 namespace {
 
 using c10::BFloat16;
-constexpr int kMaxChunks = 8;   // D up to 128
-
-// 16 stored values as float32; the masked forms read only the lanes in `mask` (0 elsewhere), so a tail never
-// reads past the tensor.
-__attribute__((target("avx512f"))) inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
-__attribute__((target("avx512f"))) inline __m512 load16(const float* p, __mmask16 mask) {
-  return _mm512_maskz_loadu_ps(mask, p);
-}
-__attribute__((target("avx512f"))) inline __m512 load16(const BFloat16* p) {  // bfloat16: float32's upper half
-  const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
-}
-__attribute__((target("avx512f"))) inline __m512 load16(const BFloat16* p, __mmask16 mask) {
-  BFloat16 lanes[kLanes] = {};  // AVX-512F has no 16-bit masked load: the tail goes through a buffer
-  for (int i = 0; i < kLanes; ++i)
-    if (mask >> i & 1) lanes[i] = p[i];
-  return load16(lanes);
-}
+constexpr int kMaxChunks = 8;  // D up to 128
 
 // Per (stream, head) pointers and strides into a [m, H, width, D] tensor of T.
 template <typename T>
@@ -48,103 +32,6 @@ CacheView<T> view_of(const torch::Tensor& t) {
   return {static_cast<const T*>(t.data_ptr()), t.stride(0), t.stride(1), t.stride(2), t.stride(3)};
 }
 
-// scores[j] = <q, keys[:, j]> for j in [0, columns), columns <= 16 * NB, keys stored transposed (row d of the
-// [D, columns] block at keys + d * dim_stride, entries contiguous). NB registers hold 16 scores each while d
-// runs outer: NB independent multiply-adds hide the latency and nothing but the keys moves through memory.
-template <typename T, int NB>
-__attribute__((target("avx512f"))) void score_block(const float* q, int64_t D, const T* keys, int64_t dim_stride,
-                                                    int64_t columns, float* scores) {
-  const int64_t left = columns - (NB - 1) * kLanes;  // 1..16 in the last register
-  const __mmask16 tail = lane_mask(left);
-  __m512 acc[NB];
-  for (int b = 0; b < NB; ++b) acc[b] = _mm512_setzero_ps();
-  for (int64_t d = 0; d < D; ++d) {
-    const __m512 qd = _mm512_set1_ps(q[d]);
-    const T* k = keys + d * dim_stride;
-    for (int b = 0; b < NB - 1; ++b) acc[b] = _mm512_fmadd_ps(qd, load16(k + b * kLanes), acc[b]);
-    acc[NB - 1] = _mm512_fmadd_ps(qd, load16(k + (NB - 1) * kLanes, tail), acc[NB - 1]);
-  }
-  for (int b = 0; b < NB - 1; ++b) _mm512_storeu_ps(scores + b * kLanes, acc[b]);
-  _mm512_mask_storeu_ps(scores + (NB - 1) * kLanes, tail, acc[NB - 1]);
-}
-
-template <typename T>
-using ScoreFn = void (*)(const float*, int64_t, const T*, int64_t, int64_t, float*);
-constexpr int kBlockRegisters = 16;  // 256 scores per block: half the register file
-template <typename T, size_t... I>
-constexpr std::array<ScoreFn<T>, sizeof...(I)> score_table(std::index_sequence<I...>) {
-  return {&score_block<T, static_cast<int>(I) + 1>...};
-}
-template <typename T>
-constexpr auto kScore = score_table<T>(std::make_index_sequence<kBlockRegisters>());  // [registers - 1]
-
-// The same for any width: d runs outer and the scores accumulate in place (width floats stay in L1), so the
-// block is read row after row, each row sequentially, which the hardware prefetcher follows at any width (a
-// register tile over 256 columns of a wider block would hop between rows, a page apart at width 1024).
-template <typename T>
-__attribute__((target("avx512f"))) void score_rows(const float* q, int64_t D, const T* keys, int64_t dim_stride,
-                                                   int64_t width, float* scores) {
-  const int64_t full = width / kLanes * kLanes;
-  const __mmask16 tail = lane_mask(width - full);
-  for (int64_t d = 0; d < D; ++d) {
-    const __m512 qd = _mm512_set1_ps(q[d]);
-    const T* k = keys + d * dim_stride;
-    const bool first = d == 0;
-    for (int64_t j = 0; j < full; j += kLanes) {
-      const __m512 product = _mm512_mul_ps(qd, load16(k + j));
-      _mm512_storeu_ps(scores + j, first ? product : _mm512_add_ps(product, _mm512_loadu_ps(scores + j)));
-    }
-    if (!tail) continue;
-    const __m512 product = _mm512_mul_ps(qd, load16(k + full, tail));
-    _mm512_mask_storeu_ps(scores + full, tail,
-                          first ? product : _mm512_add_ps(product, _mm512_maskz_loadu_ps(tail, scores + full)));
-  }
-}
-
-// scores[j] = <q, keys[:, j]> for j in [0, width): in registers up to 256 columns (a cache of 256 entries is
-// one contiguous block), row by row through L1 beyond.
-template <typename T>
-void score_columns(const float* q, int64_t D, const T* keys, int64_t dim_stride, int64_t width, float* scores) {
-  if (width <= kBlockRegisters * kLanes)
-    return kScore<T>[(width + kLanes - 1) / kLanes - 1](q, D, keys, dim_stride, width, scores);
-  score_rows(q, D, keys, dim_stride, width, scores);
-}
-
-// out = sum_j probs[j] * values row j. C = D / 16. Four partial sums (j mod 4) keep four multiply-adds in
-// flight per register of the output instead of one chain as long as the cache.
-template <typename T, int C>
-__attribute__((target("avx512f"))) void mix_rows(const float* probs, const T* values, int64_t row_stride,
-                                                 int64_t width, float* out) {
-  constexpr int kChains = 4;
-  __m512 acc[kChains][C];
-  for (int a = 0; a < kChains; ++a)
-    for (int c = 0; c < C; ++c) acc[a][c] = _mm512_setzero_ps();
-  int64_t j = 0;
-  for (; j + kChains <= width; j += kChains)
-    for (int a = 0; a < kChains; ++a) {
-      const __m512 p = _mm512_set1_ps(probs[j + a]);
-      const T* v = values + (j + a) * row_stride;
-      for (int c = 0; c < C; ++c) acc[a][c] = _mm512_fmadd_ps(p, load16(v + c * kLanes), acc[a][c]);
-    }
-  for (; j < width; ++j) {
-    const __m512 p = _mm512_set1_ps(probs[j]);
-    const T* v = values + j * row_stride;
-    for (int c = 0; c < C; ++c) acc[0][c] = _mm512_fmadd_ps(p, load16(v + c * kLanes), acc[0][c]);
-  }
-  for (int c = 0; c < C; ++c)
-    _mm512_storeu_ps(out + c * kLanes,
-                     _mm512_add_ps(_mm512_add_ps(acc[0][c], acc[1][c]), _mm512_add_ps(acc[2][c], acc[3][c])));
-}
-
-template <typename T>
-using MixFn = void (*)(const float*, const T*, int64_t, int64_t, float*);
-template <typename T, size_t... I>
-constexpr std::array<MixFn<T>, sizeof...(I)> mix_table(std::index_sequence<I...>) {
-  return {&mix_rows<T, static_cast<int>(I) + 1>...};
-}
-template <typename T>
-constexpr auto kMix = mix_table<T>(std::make_index_sequence<kMaxChunks>());  // [D / 16 - 1]
-
 // Runs body(i, h) for every (stream, head) pair, in parallel.
 template <typename Body>
 void for_each_stream_head(int64_t m, int64_t H, const Body& body) {
@@ -152,6 +39,83 @@ void for_each_stream_head(int64_t m, int64_t H, const Body& body) {
     for (int64_t ih = begin; ih < end; ++ih) body(ih / H, ih % H);
   });
 }
+
+// 16 float32 lanes in one AVX-512 register. bfloat16 is float32's upper half: a load widens it by a shift.
+namespace avx512 {
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+struct V16 {
+  using Vec = __m512;
+  using Tail = __mmask16;
+  static constexpr int kBlockRegisters = 16;  // 256 scores per block: half the register file
+  static constexpr int kChains = 4;
+  static Tail tail(int64_t left) { return lane_mask(left); }
+  static Vec zero() { return _mm512_setzero_ps(); }
+  static Vec set1(float x) { return _mm512_set1_ps(x); }
+  static Vec fmadd(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
+  static Vec mul(Vec a, Vec b) { return _mm512_mul_ps(a, b); }
+  static Vec add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
+  static Vec load(const float* p) { return _mm512_loadu_ps(p); }
+  static Vec load(const float* p, Tail tail) { return _mm512_maskz_loadu_ps(tail, p); }
+  static Vec load(const BFloat16* p) {
+    const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+  }
+  static Vec load(const BFloat16* p, Tail tail) {
+    BFloat16 lanes[kLanes] = {};  // AVX-512F has no 16-bit masked load: the tail goes through a buffer
+    for (int i = 0; i < kLanes; ++i)
+      if (tail >> i & 1) lanes[i] = p[i];
+    return load(lanes);
+  }
+  static void store(float* p, Vec v) { _mm512_storeu_ps(p, v); }
+  static void store(float* p, Vec v, Tail tail) { _mm512_mask_storeu_ps(p, tail, v); }
+};
+#include "model/kernels/cache_attention_loops.inc"
+#pragma GCC pop_options
+}  // namespace avx512
+
+// 16 float32 lanes in two AVX2 registers; fewer of them per block and one chain per output (16 registers in
+// all, not 32).
+namespace avx2 {
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+struct V16 {
+  using Vec = F32x16;
+  struct Tail {
+    __m256i lo, hi;  // lane masks of lanes 0..7 and 8..15
+    int64_t left;    // lanes in the tail
+  };
+  static constexpr int kBlockRegisters = 6;  // 96 scores per block: 12 of the 16 registers
+  static constexpr int kChains = 1;
+  static Tail tail(int64_t left) { return {lane_mask8(left), lane_mask8(left - kAvx2Lanes), left}; }
+  static Vec zero() { return zeros16(); }
+  static Vec set1(float x) { return {_mm256_set1_ps(x), _mm256_set1_ps(x)}; }
+  static Vec fmadd(Vec a, Vec b, Vec c) { return {_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)}; }
+  static Vec mul(Vec a, Vec b) { return {_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)}; }
+  static Vec add(Vec a, Vec b) { return add16(a, b); }
+  static Vec load(const float* p) { return load16(p, kLanes); }
+  static Vec load(const float* p, Tail tail) {
+    return {_mm256_maskload_ps(p, tail.lo), _mm256_maskload_ps(p + kAvx2Lanes, tail.hi)};
+  }
+  static Vec load(const BFloat16* p) {
+    const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    const auto widen = [](__m128i half) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(half), 16)); };
+    return {widen(_mm256_castsi256_si128(bits)), widen(_mm256_extracti128_si256(bits, 1))};
+  }
+  static Vec load(const BFloat16* p, Tail tail) {
+    BFloat16 lanes[kLanes] = {};  // through a buffer, as on AVX-512
+    for (int64_t i = 0; i < tail.left; ++i) lanes[i] = p[i];
+    return load(lanes);
+  }
+  static void store(float* p, Vec v) { store16(p, v, kLanes); }
+  static void store(float* p, Vec v, Tail tail) {
+    _mm256_maskstore_ps(p, tail.lo, v.lo);
+    _mm256_maskstore_ps(p + kAvx2Lanes, tail.hi, v.hi);
+  }
+};
+#include "model/kernels/cache_attention_loops.inc"
+#pragma GCC pop_options
+}  // namespace avx2
 
 // entries [n, H, D] float32 into cache [m, H, width, D] of T at [rows[i], :, columns[i]].
 template <typename T>
@@ -168,36 +132,15 @@ void store_entries(const torch::Tensor& cache, const torch::Tensor& entries, con
     }
 }
 
-template <typename T>
-void score_all(const torch::Tensor& keys, const float* q, int64_t r, int64_t split, float* out) {
-  const int64_t m = keys.size(0), H = keys.size(1), width = keys.size(2), D = keys.size(3);
-  const auto k = view_of<T>(keys);
-  for_each_stream_head(m, H, [&](int64_t i, int64_t h) {
-    const float* late = q + (i * H + h) * r * D;
-    float* row = out + (i * H + h) * width;
-    score_columns(late, D, k.at(i, h), k.dim_stride, width, row);
-    if (r == 2) score_columns(late + D, D, k.at(i, h), k.dim_stride, std::min(split, width), row);  // the first columns again
-  });
-}
-
-template <typename T>
-void mix_all(const torch::Tensor& values, const float* p, float* out) {
-  const int64_t m = values.size(0), H = values.size(1), width = values.size(2), D = values.size(3);
-  const auto v = view_of<T>(values);
-  const MixFn<T> fn = kMix<T>[D / kLanes - 1];
-  for_each_stream_head(m, H, [&](int64_t i, int64_t h) {
-    fn(p + (i * H + h) * width, v.at(i, h), v.row_stride, width, out + (i * H + h) * D);
-  });
-}
-
 bool stored_as_float(const torch::Tensor& cache) { return cache.scalar_type() == torch::kFloat32; }
 
-// The per-tensor halves of cache_attention_kernel_applies.
+// The per-tensor halves of cache_attention_kernel_applies. AVX2 takes bfloat16 caches only: float32 K/V keep
+// LibTorch's products there, so a float32 stream's results on such a CPU do not change with these kernels.
 bool kernel_reads(const torch::Tensor& cache) {
   const auto dtype = cache.scalar_type();
-  return cpu_has_avx512f() && cache.dim() == 4 && cache.device().is_cpu() &&
-         (dtype == torch::kFloat32 || dtype == torch::kBFloat16) && cache.size(3) % kLanes == 0 &&
-         cache.size(3) <= kMaxChunks * kLanes;
+  const bool isa = cpu_has_avx512f() || (cpu_has_avx2_fma() && dtype == torch::kBFloat16);
+  return isa && cache.dim() == 4 && cache.device().is_cpu() && (dtype == torch::kFloat32 || dtype == torch::kBFloat16) &&
+         cache.size(3) % kLanes == 0 && cache.size(3) <= kMaxChunks * kLanes;
 }
 bool kernel_reads_keys(const torch::Tensor& keys) { return kernel_reads(keys) && keys.stride(2) == 1; }
 bool kernel_reads_values(const torch::Tensor& values) { return kernel_reads(values) && values.stride(3) == 1; }
@@ -245,10 +188,11 @@ torch::Tensor cached_key_scores(const torch::Tensor& queries, const torch::Tenso
   }
   auto q = queries.to(torch::kFloat32).contiguous();                                      // [m, H, r, D]
   auto scores = torch::empty({keys.size(0), keys.size(1), 1, keys.size(2)}, q.options());  // [m, H, 1, width]
-  if (stored_as_float(keys))
-    score_all<float>(keys, q.data_ptr<float>(), r, split, scores.data_ptr<float>());
-  else
-    score_all<BFloat16>(keys, q.data_ptr<float>(), r, split, scores.data_ptr<float>());
+  const float* query = q.data_ptr<float>();
+  float* out = scores.data_ptr<float>();
+  if (!cpu_has_avx512f()) avx2::score_all<BFloat16>(keys, query, r, split, out);  // kernel_reads: bfloat16
+  else if (stored_as_float(keys)) avx512::score_all<float>(keys, query, r, split, out);
+  else avx512::score_all<BFloat16>(keys, query, r, split, out);
   return scores;
 }
 
@@ -259,10 +203,11 @@ torch::Tensor cached_value_mix(const torch::Tensor& probs, const torch::Tensor& 
     return torch::matmul(probs.to(values.scalar_type()), values).to(torch::kFloat32);
   auto p = probs.to(torch::kFloat32).contiguous();                                            // [m, H, 1, width]
   auto out = torch::empty({values.size(0), values.size(1), 1, values.size(3)}, p.options());  // [m, H, 1, D]
-  if (stored_as_float(values))
-    mix_all<float>(values, p.data_ptr<float>(), out.data_ptr<float>());
-  else
-    mix_all<BFloat16>(values, p.data_ptr<float>(), out.data_ptr<float>());
+  const float* probs_in = p.data_ptr<float>();
+  float* mixed = out.data_ptr<float>();
+  if (!cpu_has_avx512f()) avx2::mix_all<BFloat16>(values, probs_in, mixed);  // kernel_reads: bfloat16
+  else if (stored_as_float(values)) avx512::mix_all<float>(values, probs_in, mixed);
+  else avx512::mix_all<BFloat16>(values, probs_in, mixed);
   return out;
 }
 

@@ -1,9 +1,10 @@
 // The two products of decode attention against cached keys and values, and the store of the new entry, for
 // every stream and head of a batch at once. Each (stream, head) has one query row, so LibTorch's batched
-// matmul runs them as m * H separate BLAS matrix-vector calls; on an AVX-512F CPU these functions run loops
-// that read every cached key and value once, in place, at close to the memory bandwidth (the bound a decode
-// step has), and elsewhere (other CPUs, CUDA, other layouts) LibTorch's ops with the products in the storage
-// dtype. The softmax between them stays LibTorch's (softmax_with_sink, model/sink.h), so the sink semantics
+// matmul runs them as m * H separate BLAS matrix-vector calls; on an AVX-512F CPU (and for bfloat16 K/V on an
+// AVX2 one, whose LibTorch products in bfloat16 are slow) these functions run loops that read every cached key
+// and value once, in place, at close to the memory bandwidth (the bound a decode step has), and elsewhere
+// (other CPUs, float32 K/V on AVX2, CUDA, other layouts) LibTorch's ops with the products in the storage
+// dtype. The loops are written once for both sets (model/kernels/cache_attention_loops.inc). The softmax between them stays LibTorch's (softmax_with_sink, model/sink.h), so the sink semantics
 // live in one place. The kernels sum over the head dimension (scores) or the cache (outputs) in order, in
 // float32: results differ from BLAS by rounding only (bfloat16 K/V: from LibTorch's bfloat16 products by their
 // rounding, which the kernels do not do).
@@ -14,7 +15,8 @@ namespace sinklm {
 
 // Whether the kernels take these caches ([m, H, width, D] on the CPU, float32 or bfloat16 (read as float32:
 // products and sums in float32); keys stored transposed, i.e. entries contiguous, as decode/kv_pool.h lays
-// them out; values with rows of D contiguous), with D a multiple of 16 up to 128, on an AVX-512F CPU.
+// them out; values with rows of D contiguous), with D a multiple of 16 up to 128, on an AVX-512F CPU or, for
+// bfloat16, an AVX2 one with FMA.
 bool cache_attention_kernel_applies(const torch::Tensor& keys, const torch::Tensor& values);
 
 // Writes entry i of new_keys and new_values ([n, H, D] float32) into keys and values (as above) at

@@ -8,22 +8,27 @@
 //
 //   fp32  G = 1  float32                 y = Σ_k x[k] W[n, k] (+ b), float32 multiply-adds (AVX-512F)
 //   bf16  G = 2  bfloat16                x rounded to bf16, pairs multiplied and summed into float32
-//                                        (AVX512-BF16 vdpbf16ps), + b
+//                                        (AVX512-BF16 vdpbf16ps; AVX2: widened to float32, FMA), + b
 //   int8  G = 4  uint8 = q[n, k] + 128    blocks of 32 k as llama.cpp's q8_0 (model/weight_format.h): the
 //                (q, scale[n, b]:        weight by quantize_int8, x the same way per row at each step
 //                model/weight_format.h)  (xq, a[m, b]); quads of u8 x s8 summed into int32 (AVX512-VNNI
 //                                        vpdpbusd), each block's sum less its excess 128 Σ xq (the row's,
 //                                        since the weights are stored + 128) scaled by a[m, b] scale[n, b]
-//                                        into float32, + b
+//                                        into float32, + b. AVX2: q = u xor 128, |q| times xq with q's
+//                                        sign (vpmaddubsw, vpmaddwd) into int32, no excess.
 //
-// One 64-byte weight load feeds one multiply-add per row, so each weight byte is read once per step however
-// many streams decode; rows come in tiles of up to 16 (8 for int8, whose sums take two registers; each tile
-// re-reads the panel from cache). Sums run over
+// One 64-byte weight load feeds one multiply-add per row (AVX2: two 32-byte halves), so each weight byte is
+// read once per step however many streams decode; rows come in tiles of up to 16 (AVX-512 int8: 8, whose sums
+// take two registers; AVX2: 4 for bf16, 2 for int8, in 16 registers; each tile re-reads the panel from
+// cache). The tiles are written once for both sets (model/kernels/few_row_tile.inc). Sums run over
 // k in order: fp32 results differ from BLAS by rounding only; bf16 and int8 results are exact up to float32
 // rounding of the products of the rounded operands (tests/model/projection_test.cpp holds them to that).
 #pragma once
 #include <torch/types.h>
 
+#include <vector>
+
+#include "core/cpu_features.h"
 #include "model/weight_format.h"
 
 namespace sinklm {
@@ -36,9 +41,11 @@ struct PackedWeight {
   int64_t bytes() const;       // what a product reads of it
 };
 
-// Whether this CPU runs the kernel for `format` (fp32: AVX-512F; bf16: + AVX512-BF16; int8: + AVX512-VNNI);
-// where not, callers use LibTorch's linear.
-bool few_row_kernel_available(WeightFormat format);
+// The instruction sets this CPU runs the kernel for `format` in, widest first: AVX-512 (fp32: AVX-512F; bf16:
+// + AVX512-BF16; int8: + AVX512-BW and AVX512-VNNI), then AVX2 with FMA (bf16 and int8 only:
+// model/kernels/few_row_avx2.inc). Empty: callers use LibTorch's linear.
+std::vector<InstructionSet> few_row_kernel_sets(WeightFormat format);
+bool few_row_kernel_available(WeightFormat format);  // !few_row_kernel_sets(format).empty()
 
 // weight [N, K] on the CPU (any float dtype) -> the packed layout in `format`; int8 quantizes it by
 // quantize_int8.
@@ -47,6 +54,10 @@ PackedWeight pack_few_row_weight(const torch::Tensor& weight, WeightFormat forma
 // x [M, K] float32 CPU, bias [N] float32 or undefined -> [M, N] float32. Requires
 // few_row_kernel_available(packed.format). Parallel over column panels with LibTorch's intra-op threads.
 torch::Tensor few_row_matmul(const torch::Tensor& x, const PackedWeight& packed, const torch::Tensor& bias);
+// The same in one of few_row_kernel_sets(packed.format) (few_row_matmul takes the first): tests and the kernel
+// check run every set the CPU has.
+torch::Tensor few_row_matmul_in(InstructionSet set, const torch::Tensor& x, const PackedWeight& packed,
+                                const torch::Tensor& bias);
 
 // The reference: the same product in float64 of the operands rounded as `format` rounds them (x and the
 // weight to bf16; x quantized per block of 32 and the weight by quantize_int8), with LibTorch's ops. [M, N]

@@ -30,17 +30,20 @@ Run random_run(int64_t m, int64_t H, int64_t width, int64_t D, torch::ScalarType
 }
 
 // Float32 and bfloat16 storage; the reference multiplies the stored values in float32, as the kernel does.
+// AVX-512F runs both dtypes, AVX2 bfloat16 only (SINKLM_CPU_ISA=avx2 runs this test that way on an AVX-512 CPU:
+// ctest's test_decode_avx2).
 TEST(CacheAttentionKernel, ScoresAndMixEqualMatmulOnThePoolLayout) {
-  if (!cpu_has_avx512f()) GTEST_SKIP() << "this CPU has no AVX-512F: decode attention uses torch::matmul";
+  if (!cpu_has_avx512f() && !cpu_has_avx2_fma()) GTEST_SKIP() << "no AVX-512F or AVX2: decode attention uses torch::matmul";
   torch::manual_seed(0);
   for (auto dtype : {torch::kFloat32, torch::kBFloat16})
-    for (int64_t D : {16, 32, 64})
-      for (int64_t width : {1, 15, 16, 100, 256, 260, 300, 1024}) {  // register tiles up to 256, rows beyond
+    for (int64_t D : {16, 32, 64, 128})
+      for (int64_t width : {1, 15, 16, 17, 95, 96, 97, 100, 256, 260, 300, 1024}) {  // register tiles, rows beyond
         const int64_t m = 3, H = 2, split = std::min<int64_t>(4, width);
         const std::string what = std::string(c10::toString(dtype)) + " D " + std::to_string(D) + " width " +
                                  std::to_string(width);
         auto run = random_run(m, H, width, D, dtype);
-        ASSERT_TRUE(cache_attention_kernel_applies(run.keys, run.values)) << what;
+        const bool kernel = cpu_has_avx512f() || dtype == torch::kBFloat16;
+        ASSERT_EQ(cache_attention_kernel_applies(run.keys, run.values), kernel) << what;
         auto keys_t = run.keys.to(torch::kFloat32).transpose(2, 3);  // [m, H, D, width]
         auto values = run.values.to(torch::kFloat32);
         auto one = torch::randn({m, H, 1, D});

@@ -31,6 +31,11 @@ expect "forward reports perplexity" 0 '"perplexity"' -- "$bin" forward --checkpo
 expect "forward rejects out-of-vocabulary ids" 2 "token id 9000 is outside the tokenizer vocabulary" -- \
   "$bin" forward --checkpoint "$work/ck" --ids "1 9000"
 
+expect "bad SINKLM_CPU_ISA names the variable and its values" 2 "SINKLM_CPU_ISA='avx9': expected avx512" -- \
+  env SINKLM_CPU_ISA=avx9 "$bin" forward --checkpoint "$work/ck" --ids "1 2"
+expect "SINKLM_CPU_ISA=none runs LibTorch's ops" 0 '"perplexity"' -- \
+  env SINKLM_CPU_ISA=none "$bin" forward --checkpoint "$work/ck" --text "$src/README.md" --max-tokens 64
+
 printf '\x01' | dd of="$work/ck/model.safetensors" bs=1 seek=5000 conv=notrunc status=none
 expect "flipped byte is caught" 2 "model.safetensors: sha256 mismatch" -- "$bin" forward --checkpoint "$work/ck" --ids "1 2"
 expect "missing checkpoint dir" 2 "not a checkpoint directory" -- "$bin" forward --checkpoint "$work/none" --ids "1"

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <iostream>
+#include <vector>
 
 #include "core/cpu_features.h"
 #include "core/error.h"
@@ -74,28 +75,32 @@ void expect_within(const torch::Tensor& got, const torch::Tensor& expected, cons
   EXPECT_LE(excess, 0) << what << ": max |error| - bound = " << excess;
 }
 
-bool available_or_note(WeightFormat f) {
-  if (few_row_kernel_available(f)) return true;
-  std::cout << "[ note ] this CPU lacks the instructions of the " << weight_format_name(f) << " kernel\n";
-  return false;
+// The instruction sets this CPU runs the format's kernel in (each is tested: an AVX-512 machine checks the
+// AVX2 tiles too), with a note where there are none.
+std::vector<InstructionSet> sets_or_note(WeightFormat f) {
+  const auto sets = few_row_kernel_sets(f);
+  if (sets.empty()) std::cout << "[ note ] this CPU lacks the instructions of the " << weight_format_name(f) << " kernel\n";
+  return sets;
 }
+
+bool available_or_note(WeightFormat f) { return !sets_or_note(f).empty(); }
 
 TEST(FewRowMatmul, Bf16AndInt8EqualTheirReferenceAndStayWithinTheirFormatsBound) {
   torch::manual_seed(4);
   for (WeightFormat f : {WeightFormat::Bf16, WeightFormat::Int8}) {
-    if (!available_or_note(f)) continue;
-    for (int64_t K : {1, 3, 7, 256, 771})
-      for (int64_t N : {1, 16, 37, 300})
-        for (int64_t M : {1, 2, 5, 16, 17, 64}) {
-          auto w = torch::randn({N, K}) * 0.05, b = torch::randn({N}), x = torch::randn({M, K});
-          const auto packed = pack_few_row_weight(w, f);
-          const auto got = few_row_matmul(x, packed, b), reference = few_row_matmul_reference(x, w, b, f);
-          const std::string what = weight_format_name(f) + " M " + std::to_string(M) + " N " + std::to_string(N) +
-                                   " K " + std::to_string(K);
-          expect_within(got, reference, rounding_bound(x, w, b, f), what + " vs reference");
-          const auto exact = torch::linear(x.to(torch::kFloat64), w.to(torch::kFloat64), b.to(torch::kFloat64));
-          expect_within(got, exact, format_bound(x, w, f) + rounding_bound(x, w, b, f), what + " vs exact");
-        }
+    for (InstructionSet set : sets_or_note(f))
+      for (int64_t K : {1, 3, 7, 256, 771})
+        for (int64_t N : {1, 16, 37, 300})
+          for (int64_t M : {1, 2, 3, 5, 16, 17, 64}) {
+            auto w = torch::randn({N, K}) * 0.05, b = torch::randn({N}), x = torch::randn({M, K});
+            const auto packed = pack_few_row_weight(w, f);
+            const auto got = few_row_matmul_in(set, x, packed, b), reference = few_row_matmul_reference(x, w, b, f);
+            const std::string what = weight_format_name(f) + " " + instruction_set_name(set) + " M " +
+                                     std::to_string(M) + " N " + std::to_string(N) + " K " + std::to_string(K);
+            expect_within(got, reference, rounding_bound(x, w, b, f), what + " vs reference");
+            const auto exact = torch::linear(x.to(torch::kFloat64), w.to(torch::kFloat64), b.to(torch::kFloat64));
+            expect_within(got, exact, format_bound(x, w, f) + rounding_bound(x, w, b, f), what + " vs exact");
+          }
   }
 }
 
@@ -105,8 +110,43 @@ TEST(FewRowMatmul, Bf16AndInt8EqualTheirReferenceAndStayWithinTheirFormatsBound)
 TEST(FewRowMatmul, Int8ByHand) {
   if (!available_or_note(WeightFormat::Int8)) GTEST_SKIP();
   const auto x = torch::tensor({{1.0f, -2.0f, 0.5f, 4.0f}}), w = torch::tensor({{127.0f, -63.5f, 0.0f, 1.0f}});
-  const float got = few_row_matmul(x, pack_few_row_weight(w, WeightFormat::Int8), {}).item<float>();
-  EXPECT_NEAR(got, 8287.0 * 4.0 / 127.0, 1e-3);
+  for (InstructionSet set : few_row_kernel_sets(WeightFormat::Int8)) {
+    const float got = few_row_matmul_in(set, x, pack_few_row_weight(w, WeightFormat::Int8), {}).item<float>();
+    EXPECT_NEAR(got, 8287.0 * 4.0 / 127.0, 1e-3) << instruction_set_name(set);
+  }
+}
+
+// int8 sums are exact int32 in every set and scaled in the same order, so the sets agree to the bit (bf16's
+// differ by rounding: vdpbf16ps adds both products of a pair into one sum and flushes denormals, AVX2 keeps
+// the even and the odd k in two sums).
+TEST(FewRowMatmul, Int8IsTheSameInEverySet) {
+  const auto sets = few_row_kernel_sets(WeightFormat::Int8);
+  if (sets.size() < 2) GTEST_SKIP() << "this CPU runs the int8 kernel in at most one instruction set";
+  torch::manual_seed(7);
+  for (int64_t M : {1, 3, 17}) {
+    auto w = torch::randn({70, 300}), b = torch::randn({70}), x = torch::randn({M, 300});
+    const auto packed = pack_few_row_weight(w, WeightFormat::Int8);
+    const auto first = few_row_matmul_in(sets[0], x, packed, b);
+    for (size_t i = 1; i < sets.size(); ++i)
+      EXPECT_TRUE(torch::equal(first, few_row_matmul_in(sets[i], x, packed, b)))
+          << instruction_set_name(sets[i]) << " M " << M;
+  }
+}
+
+// Every weight and activation at full scale (q and xq = ±127): a pair of products sums to ±32258, within
+// int16, in every instruction set (AVX2's vpmaddubsw saturates at 32767, so an unsigned operand of q + 128
+// would not fit). The result, K, is exact.
+TEST(FewRowMatmul, Int8AtFullScaleDoesNotSaturate) {
+  if (!available_or_note(WeightFormat::Int8)) GTEST_SKIP();
+  const int64_t K = 256;
+  const auto x = torch::tensor({1.0f, -1.0f}).view({2, 1}).expand({2, K}).contiguous();  // [2, K]: xq = ±127
+  const auto w = torch::tensor({1.0f, -1.0f, 0.5f}).view({3, 1}).expand({3, K}).contiguous();
+  const auto expected = torch::tensor({{1.0f, -1.0f, 1.0f}, {-1.0f, 1.0f, -1.0f}}) * K;
+  expected.narrow(1, 2, 1).mul_(0.5);
+  for (InstructionSet set : few_row_kernel_sets(WeightFormat::Int8))
+    EXPECT_TRUE(torch::allclose(few_row_matmul_in(set, x, pack_few_row_weight(w, WeightFormat::Int8), {}), expected,
+                                1e-6, 1e-4))
+        << instruction_set_name(set);
 }
 
 TEST(WeightFormat, Int8BlocksRoundTripAndStayWithinHalfAScale) {
