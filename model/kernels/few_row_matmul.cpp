@@ -158,6 +158,14 @@ torch::Tensor panel_layout(const torch::Tensor& weight, int64_t G) {
   return padded.view({panels, kPanel, Kg, G}).permute({0, 2, 1, 3}).contiguous();
 }
 
+// Whether this CPU runs the kernel for `format` in `set`: no allocation, since every decode projection asks.
+bool runs_in(WeightFormat format, InstructionSet set) {
+  if (set == InstructionSet::Avx2) return format != WeightFormat::Fp32 && cpu_has_avx2_fma();
+  return format == WeightFormat::Fp32   ? cpu_has_avx512f()
+         : format == WeightFormat::Bf16 ? cpu_has_avx512_bf16()
+                                        : cpu_has_avx512_vnni();
+}
+
 }  // namespace
 
 int64_t PackedWeight::bytes() const {
@@ -167,15 +175,14 @@ int64_t PackedWeight::bytes() const {
 
 std::vector<InstructionSet> few_row_kernel_sets(WeightFormat format) {
   std::vector<InstructionSet> sets;
-  const bool avx512 = format == WeightFormat::Fp32   ? cpu_has_avx512f()
-                      : format == WeightFormat::Bf16 ? cpu_has_avx512_bf16()
-                                                     : cpu_has_avx512_vnni();
-  if (avx512) sets.push_back(InstructionSet::Avx512);
-  if (format != WeightFormat::Fp32 && cpu_has_avx2_fma()) sets.push_back(InstructionSet::Avx2);
+  for (InstructionSet set : {InstructionSet::Avx512, InstructionSet::Avx2})
+    if (runs_in(format, set)) sets.push_back(set);
   return sets;
 }
 
-bool few_row_kernel_available(WeightFormat format) { return !few_row_kernel_sets(format).empty(); }
+bool few_row_kernel_available(WeightFormat format) {
+  return runs_in(format, InstructionSet::Avx512) || runs_in(format, InstructionSet::Avx2);
+}
 
 PackedWeight pack_few_row_weight(const torch::Tensor& weight, WeightFormat format) {
   SINKLM_ASSERT(weight.dim() == 2 && weight.device().is_cpu() && weight.is_floating_point(), "weight ", weight.sizes(),
@@ -194,16 +201,14 @@ PackedWeight pack_few_row_weight(const torch::Tensor& weight, WeightFormat forma
 }
 
 torch::Tensor few_row_matmul(const torch::Tensor& x, const PackedWeight& packed, const torch::Tensor& bias) {
-  const auto sets = few_row_kernel_sets(packed.format);
-  SINKLM_ASSERT(!sets.empty(), "few_row_matmul in ", weight_format_name(packed.format), " on a CPU without its instructions");
-  return few_row_matmul_in(sets.front(), x, packed, bias);
+  const bool wide = runs_in(packed.format, InstructionSet::Avx512);
+  return few_row_matmul_in(wide ? InstructionSet::Avx512 : InstructionSet::Avx2, x, packed, bias);
 }
 
 torch::Tensor few_row_matmul_in(InstructionSet set, const torch::Tensor& x, const PackedWeight& packed,
                                 const torch::Tensor& bias) {
-  const auto sets = few_row_kernel_sets(packed.format);
-  SINKLM_ASSERT(std::find(sets.begin(), sets.end(), set) != sets.end(), "few_row_matmul in ",
-                weight_format_name(packed.format), " with ", instruction_set_name(set), ", which this CPU or kernel lacks");
+  SINKLM_ASSERT(runs_in(packed.format, set), "few_row_matmul in ", weight_format_name(packed.format), " with ",
+                instruction_set_name(set), ", which this CPU or kernel lacks");
   SINKLM_ASSERT(x.dim() == 2 && x.scalar_type() == torch::kFloat32 && x.size(1) == packed.K &&
                     (!bias.defined() || (bias.numel() == packed.N && bias.scalar_type() == torch::kFloat32)),
                 "x ", x.sizes(), ", packed [", packed.N, ", ", packed.K, "]");

@@ -45,7 +45,7 @@ struct PackedWeight {
 // + AVX512-BF16; int8: + AVX512-BW and AVX512-VNNI), then AVX2 with FMA (bf16 and int8 only:
 // model/kernels/few_row_avx2.inc). Empty: callers use LibTorch's linear.
 std::vector<InstructionSet> few_row_kernel_sets(WeightFormat format);
-bool few_row_kernel_available(WeightFormat format);  // !few_row_kernel_sets(format).empty()
+bool few_row_kernel_available(WeightFormat format);  // some set runs it: few_row_kernel_sets(format) is not empty
 
 // weight [N, K] on the CPU (any float dtype) -> the packed layout in `format`; int8 quantizes it by
 // quantize_int8.
