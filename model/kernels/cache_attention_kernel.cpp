@@ -32,10 +32,14 @@ CacheView<T> view_of(const torch::Tensor& t) {
   return {static_cast<const T*>(t.data_ptr()), t.stride(0), t.stride(1), t.stride(2), t.stride(3)};
 }
 
-// Runs body(i, h) for every (stream, head) pair, in parallel.
+// Runs body(i, h) for every (stream, head) pair, in parallel. A pair reads `elements` cached values; a task
+// takes enough pairs to read at least kTaskElements, so one stream's 12 heads over a long cache still split
+// between threads (decode's attention at one stream), while short caches stay on one thread.
+constexpr int64_t kTaskElements = 1 << 15;
 template <typename Body>
-void for_each_stream_head(int64_t m, int64_t H, const Body& body) {
-  at::parallel_for(0, m * H, 16, [&](int64_t begin, int64_t end) {
+void for_each_stream_head(int64_t m, int64_t H, int64_t elements, const Body& body) {
+  const int64_t grain = std::max<int64_t>(1, kTaskElements / std::max<int64_t>(1, elements));
+  at::parallel_for(0, m * H, grain, [&](int64_t begin, int64_t end) {
     for (int64_t ih = begin; ih < end; ++ih) body(ih / H, ih % H);
   });
 }
