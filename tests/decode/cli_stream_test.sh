@@ -173,7 +173,8 @@ import json, os, sys
 work = sys.argv[1]
 b = json.load(open(f"{work}/bench.json"))
 assert b["streams"] == 4 and b["kv_entries"] == 64 and b["tokens_per_second"] > 0, b
-assert 0 < b["memory_plus_compute_bound_tokens_per_second"] < b["bound_tokens_per_second"], b
+assert b["roofline_tokens_per_second"] == min(b["bound_tokens_per_second"], b["compute_bound_tokens_per_second"]) > 0, b
+assert b["read_bandwidth_gbs"] > 0, b
 assert b["flops_per_token"] > 0 and b["matmul_gflops"] > 0, b
 assert "aten::" in open(f"{work}/trace/trace_top.txt").read()
 assert os.path.getsize(f"{work}/trace/trace.json") > 0
