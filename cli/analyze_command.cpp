@@ -2,17 +2,17 @@
 //
 // The input (--text, or the test split of --shards: cli/token_input.h) is cut into up to --segments
 // consecutive segments of --tokens positions (sink tokens of a `token` model first, as in training). Per
-// segment, every layer's attention probabilities (model/attention_probe.h) give, per head, averaged over
+// segment, every layer's attention probabilities (model/analysis/attention_probe.h) give, per head, averaged over
 // queries q >= T/2 ("far from the start") and over segments:
 //   sink_token       mass on the sink token(s)                          (token models)
 //   first_positions  mass on each of the first k text positions
 //   implicit_sink    mass absorbed by the sink column, 1 - sum of the row (softmax1 / logit / kv models)
 //   statistics       each statistic the mode's row adds, by its name (model/sink.h: SinkModeSpec::statistics;
 //                    gated: gate_mean, gate_dormant)
-// With --classify-heads FILE it instead writes a head-policy file (decode/head_roles.h) for `--cache heads`:
+// With --classify-heads FILE it instead writes a head-policy file (decode/cache/head_roles.h) for `--cache heads`:
 // per layer and head the attention mass beyond sinks + window W over the segments of the input or of a recall
 // source's stream (--recall DIR), with a recall source also the recall each head loses when it alone keeps
-// only W (eval/head_classification.h); the --retrieval-heads K heads of largest --score (recall-loss when
+// only W (eval/sinks/head_classification.h); the --retrieval-heads K heads of largest --score (recall-loss when
 // there is a recall source, else attention-mass) become retrieval heads. The recall source's calibration
 // streams use --calibration-seed and probe at --calibration-distances: give both values apart from those the
 // heads are then scored on (`stream --recall`: seed 0, --distances), so what chose the heads never scores them.
@@ -37,17 +37,17 @@
 #include <set>
 #include <sstream>
 
-#include "core/args.h"
-#include "core/atomic_dir.h"
+#include "core/config/args.h"
+#include "core/files/atomic_dir.h"
 #include "core/error.h"
 #include "cli/commands.h"
 #include "cli/inference_model.h"
 #include "cli/token_input.h"
 #include "data/synthetic/fact_recall.h"
-#include "model/attention_mass.h"
-#include "eval/head_classification.h"
-#include "eval/heatmap.h"
-#include "eval/sink_interventions.h"
+#include "model/analysis/attention_mass.h"
+#include "eval/sinks/head_classification.h"
+#include "eval/figures/heatmap.h"
+#include "eval/sinks/sink_interventions.h"
 #include "decode/cached_decoder.h"
 
 namespace sinklm {
@@ -91,9 +91,10 @@ constexpr int64_t kCalibrationSeed = 0xCA11B;
 struct AnalyzeFlags {
   ModelFlags model;
   TokenInputFlags input;
-  std::string out, layers, classify_heads, recall, positions = "cache", score, trigger_tokens, substitute = "\n";
+  CacheFlags cache;  // classify: --window, --sinks, --positions, --retrieval-window (cli/inference_model.h)
+  std::string out, layers, classify_heads, recall, score, trigger_tokens, substitute = "\n";
   int64_t tokens = -1, segments = 8, first = 4, map_tokens = 16;
-  int64_t window = 1024, sinks = -1, retrieval_window = -1, retrieval_heads = -1, pairs = RecallProbeOptions{}.pairs;
+  int64_t retrieval_heads = -1, pairs = RecallProbeOptions{}.pairs;
   std::vector<int64_t> calibration_distances;  // empty: W + (R - W)/4, /2, 3/4
   int64_t calibration_seed = kCalibrationSeed;
 };
@@ -109,14 +110,9 @@ std::vector<FlagSpec> analyze_flags(AnalyzeFlags& f) {
        flag(&f.map_tokens, "map-tokens", "M", "rows and columns of the attention-map PNGs", Range{0, 1e12}),
        flag(&f.classify_heads, "classify-heads", "FILE", "write a head-policy file for --cache heads instead (no --out)"),
        flag(&f.recall, "recall", "DIR", "classify: calibrate on a recall source's stream instead of --text/--shards"),
-       flag(&f.window, "window", "W", "classify: the streaming heads' cache budget", kCount),
        flag(&f.trigger_tokens, "trigger-tokens", "CHARS",
             "queries at these characters' tokens (a synthetic source's triggers) reported apart from the others"),
        flag(&f.substitute, "substitute", "TEXT", "one token put in the sinks' place (default a newline, as Table 1)"),
-       flag(&f.sinks, "sinks", "S",
-            "sink positions the interventions act on; classify: sink entries (-1: the model's cache default)", kOrDefault),
-       flag(&f.retrieval_window, "retrieval-window", "R", "classify: the retrieval heads' budget (-1: 4 W)", kOrDefault),
-       flag(&f.positions, "positions", "RULE", "classify: cache | stream, for the recall probe"),
        flag(&f.retrieval_heads, "retrieval-heads", "K", "classify: heads that keep the retrieval budget (-1: 1/4)", kOrDefault),
        flag(&f.score, "score", "NAME", "classify: recall-loss (default with --recall) | attention-mass (default otherwise)"),
        flag(&f.pairs, "pairs", "N", "classify, recall-loss: facts per probe distance", kCount),
@@ -125,15 +121,7 @@ std::vector<FlagSpec> analyze_flags(AnalyzeFlags& f) {
             "distances the heads are then scored on", Range{4, 1e12}),
        flag(&f.calibration_seed, "calibration-seed", "N",
             "classify: seed of the calibration streams and probe (keep it apart from the scoring probe's)", Range{0, 1e15})},
-      {token_input_flags(f.input, /*ids=*/false), model_flags(f.model)});
-}
-
-// A [L, H] score as JSON rows.
-std::vector<std::vector<double>> score_rows(const torch::Tensor& score) {
-  std::vector<std::vector<double>> rows(score.size(0));
-  for (int64_t l = 0; l < score.size(0); ++l)
-    for (int64_t h = 0; h < score.size(1); ++h) rows[l].push_back(score[l][h].item<double>());
-  return rows;
+      {token_input_flags(f.input, /*ids=*/false), model_flags(f.model), cache_flags(f.cache, CacheFlagSet::Sizes)});
 }
 
 void print_scores(const std::string& caption, const torch::Tensor& score, const HeadRoles& roles) {
@@ -182,7 +170,7 @@ nlohmann::json loss_json(const InterventionLoss& loss) {
   return {{"all", loss.all}, {"trigger", loss.trigger}, {"other", loss.other}};  // NaN is written as null
 }
 
-// heads.json's "mechanism": the query classes and the interventions' losses (eval/sink_interventions.h).
+// heads.json's "mechanism": the query classes and the interventions' losses (eval/sinks/sink_interventions.h).
 nlohmann::json mechanism_json(const AttentionMass& stats, const SinkInterventions& r, const AnalyzeFlags& f) {
   nlohmann::json classes = nullptr;
   if (stats.sink_trigger.defined())
@@ -218,23 +206,18 @@ void mechanism_markdown(std::ostream& md, const SinkInterventions& r, bool class
 
 int classify_heads(const AnalyzeFlags& f, InferenceModel& m, int64_t T, int64_t max_segments) {
   const ModelConfig& c = m.loaded.model->config();
-  const int64_t L = c.num_layers, H = c.num_heads, per_segment = T - sink_prefix_length(c);
+  const int64_t per_segment = T - sink_prefix_length(c);
   const bool recall = !f.recall.empty();
-  CacheOptions cache;
-  cache.window = f.window;
-  cache.sinks = f.sinks >= 0 ? f.sinks : default_cache_sinks(c);
-  cache.retrieval_window = f.retrieval_window >= 0 ? f.retrieval_window : 4 * cache.window;
-  cache.positions = parse_position_rule(f.positions, "--positions");
-  const int64_t W = cache.window, S = cache.sinks, R = cache.retrieval_window;
-  const int64_t count = f.retrieval_heads >= 0 ? f.retrieval_heads : (L * H + 3) / 4;
-  const std::string score = !f.score.empty() ? f.score : recall ? "recall-loss" : "attention-mass";
-  if (S < 0 || S >= W) fail("--sinks ", S, ": must be in [0, --window ", W, ")");
-  if (R <= W) fail("--retrieval-window ", R, ": must be larger than --window ", W);
-  if (T <= W) fail("--tokens ", T, ": the segments must be longer than --window ", W, " (nothing is evicted before W)");
-  if (count < 0 || count > L * H) fail("--retrieval-heads ", count, ": must be in [0, ", L * H, "]");
+  HeadClassificationOptions options;
+  CacheFlags flags = f.cache;
+  flags.cache = "heads";  // streaming heads keep W, retrieval heads R
+  options.cache = cache_options(flags, c, m.trained_positions);
+  options.retrieval_heads = f.retrieval_heads;
+  options.score = f.score;
+  options.probe.distances = f.calibration_distances;
+  options.probe.pairs = f.pairs;
+  options.probe.seed = static_cast<uint64_t>(f.calibration_seed);
   if (f.input.count() + recall != 1) fail("give exactly one of --text FILE, --shards DIR or --recall DIR to calibrate on");
-  if (score != "recall-loss" && score != "attention-mass") fail("--score ", score, ": expected recall-loss or attention-mass");
-  if (score == "recall-loss" && !recall) fail("--score recall-loss needs a recall source (--recall DIR)");
 
   std::vector<int64_t> ids;
   std::string source_name = f.recall;
@@ -251,41 +234,23 @@ int classify_heads(const AnalyzeFlags& f, InferenceModel& m, int64_t T, int64_t 
   }
   const int64_t segments = std::min<int64_t>(max_segments, static_cast<int64_t>(ids.size()) / per_segment);
   if (segments < 1) fail("the calibration text has ", ids.size(), " tokens, fewer than one segment of ", per_segment);
-  nlohmann::json calibration = {{"checkpoint", m.checkpoint}, {"source", source_name},
-                                {"window", W}, {"sinks", S}, {"retrieval_window", R}, {"positions", position_rule_name(cache.positions)},
-                                {"attention_mass", {{"segments", segments}, {"tokens_per_segment", T}}}};
-  nlohmann::json scores;
-  torch::Tensor loss;  // recall source only
-  const torch::Tensor mass = mass_beyond_window(m.loaded.model, cut_segments(c, ids, per_segment, segments), S, W);
-  scores["attention_mass"] = score_rows(mass);
-  torch::Tensor chosen = mass;
-  if (source) {
-    RecallProbeOptions options;
-    options.distances = !f.calibration_distances.empty()
-                            ? f.calibration_distances
-                            : std::vector<int64_t>{W + (R - W) / 4, W + (R - W) / 2, W + 3 * (R - W) / 4};
-    options.pairs = f.pairs;
-    options.seed = static_cast<uint64_t>(f.calibration_seed);
-    CachedDecoder decoder(m.loaded.model);
-    loss = recall_loss_per_head(decoder, *source, cache, options);
-    scores["recall_loss"] = score_rows(loss);
-    calibration["seed"] = f.calibration_seed;  // of the attention-mass stream and of the recall-loss probe
-    calibration["recall_loss"] = {{"distances", options.distances}, {"pairs", options.pairs}, {"seed", options.seed}};
-    if (score == "recall-loss") chosen = loss;
-  }
-  const HeadRoles roles = top_scoring_heads(chosen, count);
+  CachedDecoder decoder(m.loaded.model);
+  const HeadClassification result =
+      classify_heads(decoder, cut_segments(c, ids, per_segment, segments), source ? &*source : nullptr, options);
+  const int64_t W = options.cache.window, S = options.cache.sinks, R = options.cache.retrieval_window;
   print_scores(str("Attention mass beyond ", S, " sinks + ", W - S, " recent (W = ", W, "), ", segments, " segments of ", T, " tokens"),
-               mass, roles);
-  if (loss.defined())
-    print_scores(str("Recall lost when the head alone keeps ", S, "+", W - S, " instead of ", S, "+", R - S), loss, roles);
-  nlohmann::json file = head_roles_json(roles);
-  file["score"] = score;
-  file["scores"] = scores;
-  file["calibration"] = calibration;
+               result.mass, result.roles);
+  if (result.loss.defined())
+    print_scores(str("Recall lost when the head alone keeps ", S, "+", W - S, " instead of ", S, "+", R - S), result.loss,
+                 result.roles);
+  nlohmann::json file = head_classification_json(result);
+  file["calibration"]["checkpoint"] = m.checkpoint;
+  file["calibration"]["source"] = source_name;
   write_file_atomic(f.classify_heads, file.dump(2) + "\n");
   std::printf("wrote %s: %lld of %lld heads (largest %s) keep %lld entries, the others %lld\n",
-              f.classify_heads.c_str(), static_cast<long long>(roles.retrieval_heads()),
-              static_cast<long long>(L * H), score.c_str(), static_cast<long long>(R), static_cast<long long>(W));
+              f.classify_heads.c_str(), static_cast<long long>(result.roles.retrieval_heads()),
+              static_cast<long long>(c.num_layers * c.num_heads), result.score.c_str(), static_cast<long long>(R),
+              static_cast<long long>(W));
   return 0;
 }
 
@@ -318,7 +283,7 @@ int run_analyze_command(const std::vector<std::string>& argv) {
     fail(input.source, ": ", text.size(), " tokens, fewer than one segment of ", per_segment,
          " (lower --tokens or give more text)");
 
-  const int64_t intervened = f.sinks >= 0 ? f.sinks : default_cache_sinks(c);
+  const int64_t intervened = f.cache.sinks >= 0 ? f.cache.sinks : default_cache_sinks(c);
   if (intervened < 1 || intervened >= T / 2)
     fail("--sinks ", intervened, ": the interventions need 1 .. ", T / 2 - 1, " sink positions (before the far queries)");
   const auto cut = cut_segments(c, text, per_segment, segments);

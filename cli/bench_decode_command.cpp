@@ -2,15 +2,7 @@
 // cache policy, starting at stream position P (the cache is filled, then moved to P without streaming
 // P tokens, unless --stream-all). Prints one JSON object. scripts/bench/bench_serve runs the matrix.
 //
-// The bounds printed beside the figure: a decode step reads every weight once (the embedding only its K rows)
-// and every stream's K and V once, so at the measured read bandwidth B (bytes per second a reduction over a
-// 256 MiB tensor reads, which writes nothing, like the step's weight stream) a step of K streams takes at
-// least (weight_bytes + K * kv_bytes_per_stream) / B, and K streams decode at most K / that tokens/s. A step
-// also multiplies: 2 FLOPs per weight of the Linears (LM head included) and 4 C FLOPs per cached entry and
-// layer (scores and weighted values) per stream, which at the measured rate R of its products bounds it at
-// R / flops_per_token tokens/s. The roofline, the lower of the two, is what no step can pass: the figure is
-// compared with it (adding the two times would assume they never overlap, which the hardware's prefetch
-// and out-of-order loads disprove: steps ran faster than that sum).
+// The bounds printed beside the figure are the roofline of model/analysis/roofline.h.
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -22,101 +14,19 @@
 #include <optional>
 #include <nlohmann/json.hpp>
 
-#include "core/args.h"
-#include "core/cpu_features.h"
+#include "core/config/args.h"
+#include "core/system/cpu_features.h"
 #include "core/error.h"
-#include "core/process_memory.h"
-#include "model/checkpoint.h"
-#include "model/kernels/few_row_matmul.h"
-#include "model/projection.h"
+#include "core/system/process_memory.h"
+#include "model/io/checkpoint.h"
+#include "model/analysis/roofline.h"
 #include "decode/cached_decoder.h"
-#include "model/kernel_trace.h"
+#include "model/analysis/kernel_trace.h"
 #include "cli/commands.h"
 #include "cli/inference_model.h"
 
 namespace sinklm {
 namespace {
-
-// `work` / the fastest of 5 timed calls of run() on `device` (after one untimed call), waiting for the device.
-double best_rate(torch::Device device, double work, const std::function<void()>& run) {
-  auto timed = [&] {
-    const auto t0 = std::chrono::steady_clock::now();
-    run();
-    if (device.is_cuda()) torch::cuda::synchronize(device.index());
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
-  timed();
-  double best = 0;
-  for (int trial = 0; trial < 5; ++trial) best = std::max(best, work / timed());
-  return best;
-}
-
-// Bytes per second a sum over a large float32 tensor on `device` reads: the memory bandwidth one LibTorch
-// thread pool reaches here for a stream that only reads, or the GPU's device memory bandwidth.
-double measured_read_bandwidth(torch::Device device) {
-  const auto src = torch::ones({64 << 20}, torch::TensorOptions().device(device));  // 256 MiB
-  return best_rate(device, static_cast<double>(src.nbytes()), [&] { src.sum(); });
-}
-
-// FLOP/s of the products a decode step runs, on `device`: on an AVX-512 CPU the few-row kernel in the
-// weights' `format` (model/kernels/few_row_matmul.h; 16 rows by a 256 x 1024 weight, which stays in L2),
-// elsewhere 1024^3 float32 torch::mm.
-double measured_matmul_rate(torch::Device device, WeightFormat format) {
-  const auto options = torch::TensorOptions().device(device);
-  if (device.is_cpu() && few_row_kernel_available(format)) {
-    const auto a = torch::randn({16, 256}, options), b = torch::randn({1024, 256}, options);
-    const auto packed = pack_few_row_weight(b, format);
-    constexpr int kCalls = 50;
-    return best_rate(device, 2.0 * kCalls * 16 * 256 * 1024, [&] {
-      for (int i = 0; i < kCalls; ++i) few_row_matmul(a, packed, {});
-    });
-  }
-  const auto a = torch::randn({1024, 1024}, options), b = torch::randn({1024, 1024}, options);
-  return best_rate(device, 2.0 * 1024 * 1024 * 1024, [&] { torch::mm(a, b); });
-}
-
-// Bytes one decode step reads from the weights: every parameter except the input embedding (a lookup), each
-// projection's as its few-row product reads it (packed in its format: model/projection.h).
-double decode_weight_bytes(GPTNeoXForCausalLM& model) {
-  double bytes = 0;
-  for (const auto& p : model->named_parameters())
-    if (p.key().find("embed_in") == std::string::npos) bytes += p.value().nbytes();
-  for (const auto& module : model->modules())
-    if (const auto* projection = module->as<ProjectionImpl>())
-      bytes += static_cast<double>(projection->few_row_bytes()) - static_cast<double>(projection->weight.nbytes()) -
-               static_cast<double>(projection->bias.defined() ? projection->bias.nbytes() : 0);
-  return bytes;
-}
-
-// The projections' weights per format they are held in (model/projection.h).
-std::map<WeightFormat, int64_t> weights_per_format(GPTNeoXForCausalLM& model) {
-  std::map<WeightFormat, int64_t> weights;
-  for (const auto& module : model->modules())
-    if (const auto* projection = module->as<ProjectionImpl>()) weights[projection->weight_format()] += projection->weight.numel();
-  return weights;
-}
-
-// Its formats, "+"-joined (fp32, bf16, int8, or fp32+int8 with the LM head kept float32), and the one holding
-// the most weights (whose product rate bounds the step).
-std::string format_names(const std::map<WeightFormat, int64_t>& weights) {
-  std::string names;
-  for (const auto& [format, count] : weights) names += (names.empty() ? "" : "+") + weight_format_name(format);
-  return names;
-}
-
-WeightFormat main_format(const std::map<WeightFormat, int64_t>& weights) {
-  return std::max_element(weights.begin(), weights.end(), [](const auto& a, const auto& b) { return a.second < b.second; })->first;
-}
-
-// FLOPs of one decode token: 2 per weight of the Linears (every matrix but the input embedding, a lookup; the
-// LM head included) and 4 C per cached entry and layer (scores and weighted values).
-double decode_flops_per_token(GPTNeoXForCausalLM& model, double entries) {
-  double weights = 0;
-  for (const auto& p : model->named_parameters())
-    if (p.value().dim() == 2 && p.key().find("embed_in") == std::string::npos) weights += p.value().numel();
-  const auto& c = model->config();
-  return 2.0 * weights + 4.0 * c.num_layers * c.hidden_size * entries;
-}
 
 // --trace DIR, created if missing; a user error naming the flag where it cannot be.
 std::string trace_directory(const std::string& dir) {
@@ -207,7 +117,7 @@ int run_bench_decode_command(const std::vector<std::string>& argv) {
   const auto& model = decoder.config();
   c10::InferenceMode inference;
 
-  CacheOptions cache = cache_options(f.cache, m.trained_positions);
+  CacheOptions cache = cache_options(f.cache, m.loaded.model->config(), m.trained_positions);
   const int64_t streams = f.streams, decode = f.decode, warmup = f.warmup;
   // By default every budget is full: W, or for heads the retrieval budget R.
   const int64_t start = f.start_position > 0 ? f.start_position
@@ -252,19 +162,18 @@ int run_bench_decode_command(const std::vector<std::string>& argv) {
   const double mean_entries = kv_bytes / (2.0 * model.num_layers * model.hidden_size * c10::elementSize(policy->kv_dtype()));
   const double peak_rss = peak_rss_mib();  // before the probes below allocate 512 MiB of their own
   const double bandwidth = measured_read_bandwidth(device), matmul_rate = measured_matmul_rate(device, main_format(formats));
-  const double bound = streams * bandwidth / (weight_bytes + streams * kv_bytes);
   const double flops_per_token = decode_flops_per_token(m.loaded.model, mean_entries);
-  const double compute_bound = matmul_rate / flops_per_token;
+  const DecodeBounds bounds = decode_bounds(streams, weight_bytes, kv_bytes, bandwidth, flops_per_token, matmul_rate);
   nlohmann::json out = {{"cache", policy->name()}, {"config", policy->label()}, {"cache_size", cache_size},
                         {"streams", streams}, {"start_position", start}, {"decoded_per_stream", decode},
                         {"median_step_ms", sorted[sorted.size() / 2]}, {"mean_step_ms", total_ms / step_ms.size()},
                         {"p99_step_ms", percentile(0.99)}, {"batched", !f.no_batch},
                         {"kv_dtype", kv_dtype_name(policy->kv_dtype())}, {"weights", format_names(formats)},
                         {"weight_bytes", weight_bytes}, {"kv_bytes_per_stream", kv_bytes},
-                        {"read_bandwidth_gbs", bandwidth / 1e9}, {"bound_tokens_per_second", bound},
+                        {"read_bandwidth_gbs", bandwidth / 1e9}, {"bound_tokens_per_second", bounds.memory},
                         {"flops_per_token", flops_per_token}, {"matmul_gflops", matmul_rate / 1e9},
-                        {"compute_bound_tokens_per_second", compute_bound},
-                        {"roofline_tokens_per_second", std::min(bound, compute_bound)},
+                        {"compute_bound_tokens_per_second", bounds.compute},
+                        {"roofline_tokens_per_second", bounds.roofline()},
                         {"tokens_per_second", streams * decode / (total_ms / 1000.0)},
                         {"kv_entries", owned[0]->entries()}, {"kv_entries_per_head", mean_entries},
                         {"kv_bytes_per_layer", kv_memory_json(*policy, model)["kv_bytes_per_layer"]}, {"peak_rss_mib", peak_rss},

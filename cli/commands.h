@@ -1,5 +1,5 @@
 // The subcommands of `sinklm`, one file of cli/ each; listed in cli/main.cpp. Each parses its own flags
-// (core/args.h) and calls the libraries below; no library calls back up into cli/.
+// (core/config/args.h) and calls the libraries below; no library calls back up into cli/.
 #pragma once
 #include <string>
 #include <vector>

@@ -1,7 +1,7 @@
-// sinklm eval: zero-shot scoring of a checkpoint with lm-eval's semantics (eval/loglikelihood_scorer.h,
-// eval/task_metrics.h) on the official sets shipped inside sinklm (eval/benchmark_data.h) or on task files
-// given with --data (eval/task_formats.h); the results file and tables (eval/eval_report.h), the paired
-// --compare of two results (eval/paired_comparison.h), and `eval build-tasks` (eval/proxy_tasks.h).
+// sinklm eval: zero-shot scoring of a checkpoint with lm-eval's semantics (eval/zero_shot/loglikelihood_scorer.h,
+// eval/zero_shot/task_metrics.h) on the official sets shipped inside sinklm (eval/zero_shot/tasks/benchmark_data.h) or on task files
+// given with --data (eval/zero_shot/tasks/task_formats.h); the results file and tables (eval/zero_shot/eval_report.h), the paired
+// --compare of two results (eval/zero_shot/paired_comparison.h), and `eval build-tasks` (eval/zero_shot/tasks/proxy_tasks.h).
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -9,16 +9,16 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "core/args.h"
-#include "core/atomic_dir.h"
+#include "core/config/args.h"
+#include "core/files/atomic_dir.h"
 #include "core/error.h"
 #include "cli/commands.h"
 #include "cli/inference_model.h"
-#include "eval/benchmark_data.h"
-#include "eval/eval_report.h"
-#include "eval/loglikelihood_scorer.h"
-#include "eval/proxy_tasks.h"
-#include "eval/task_formats.h"
+#include "eval/zero_shot/tasks/benchmark_data.h"
+#include "eval/zero_shot/eval_report.h"
+#include "eval/zero_shot/loglikelihood_scorer.h"
+#include "eval/zero_shot/tasks/proxy_tasks.h"
+#include "eval/zero_shot/tasks/task_formats.h"
 
 namespace fs = std::filesystem;
 

@@ -31,12 +31,6 @@ void say_device(const std::string& asked, const torch::Device& chosen) {
   std::cerr << "\n";
 }
 
-void warn_past_trained(const std::string& what, int64_t positions, int64_t trained) {
-  std::cerr << "sinklm: warning: " << what << " gives cache positions up to " << positions - 1
-            << ", but the model was trained on " << trained << " positions (0.." << trained - 1
-            << "); what it predicts past them was never trained\n";
-}
-
 // Steps 2-4 of the order in the header after an explicit --tokenizer (step 1).
 std::string tokenizer_path(const ModelFlags& flags, const std::string& checkpoint, const LoadedModel& loaded) {
   if (!flags.tokenizer.empty()) return flags.tokenizer;
@@ -86,14 +80,18 @@ std::vector<FlagSpec> model_flags(ModelFlags& o) {
           flag(&o.set, "set", "KEY=VALUE", "override a run-time config key, e.g. model.attention=reference")};
 }
 
-std::vector<FlagSpec> cache_flags(CacheFlags& o) {
-  return {flag(&o.cache, "cache", "POLICY", "full | window | sink_window | recompute | heads (per head, --head-policy)"),
-          flag(&o.window, "window", "W", "cache budget in entries, sinks included (full: its limit; 0: the model's trained length)", Range{0, 1 << 24}),
-          flag(&o.sinks, "sinks", "S", "sink entries (-1: the model's sink tokens for token models, else 4)", Range{-1, 1 << 24}),
-          flag(&o.positions, "positions", "RULE", "cache (positions inside the cache) | stream"),
-          flag(&o.kv_dtype, "kv-dtype", "T", "how K/V entries are stored: fp32 | bf16 (half the bytes per decode step)"),
-          flag(&o.head_policy, "head-policy", "FILE", "heads: which heads keep --retrieval-window entries (sinklm analyze --classify-heads)"),
-          flag(&o.retrieval_window, "retrieval-window", "R", "heads: a retrieval head's budget, sinks included (-1: 4 W)", Range{-1, 1 << 24})};
+std::vector<FlagSpec> cache_flags(CacheFlags& o, CacheFlagSet set) {
+  constexpr Range kSize{-1, 1 << 24};
+  std::vector<FlagSpec> sizes = {
+      flag(&o.window, "window", "W", "cache budget in entries, sinks included (full: its limit; -1: the model's trained length)", kSize),
+      flag(&o.sinks, "sinks", "S", "sink entries (-1: the model's sink tokens for token models, else 4; 0 for window and recompute)", kSize),
+      flag(&o.positions, "positions", "RULE", "cache (positions inside the cache) | stream"),
+      flag(&o.retrieval_window, "retrieval-window", "R", "heads: a retrieval head's budget, sinks included (-1: 4 W)", kSize)};
+  if (set == CacheFlagSet::Sizes) return sizes;
+  return with_flags({flag(&o.cache, "cache", "POLICY", "full | window | sink_window | recompute | heads (per head, --head-policy)"),
+                     flag(&o.kv_dtype, "kv-dtype", "T", "how K/V entries are stored: fp32 | bf16 (half the bytes per decode step)"),
+                     flag(&o.head_policy, "head-policy", "FILE", "heads: which heads keep --retrieval-window entries (sinklm analyze --classify-heads)")},
+                    {sizes});
 }
 
 int64_t trained_positions(const Config& config, const std::string& checkpoint_or_config) {
@@ -102,21 +100,18 @@ int64_t trained_positions(const Config& config, const std::string& checkpoint_or
   return config.get_int(hugging_face ? "model.max_position_embeddings" : "train.seq_len");
 }
 
-CacheOptions cache_options(const CacheFlags& f, int64_t trained) {
+CacheOptions cache_options(const CacheFlags& f, const ModelConfig& model, int64_t trained) {
   CacheOptions o;
   o.policy = f.cache;
-  o.window = f.window > 0 ? f.window : trained;
+  o.window = f.window;
   o.sinks = f.sinks;
   o.positions = parse_position_rule(f.positions, "--positions");
   o.kv_dtype = parse_kv_dtype(f.kv_dtype, "--kv-dtype");
   o.retrieval_window = f.retrieval_window;
   if (!f.head_policy.empty()) o.head_roles = std::make_shared<HeadRoles>(read_head_roles(f.head_policy));
-  if (o.window > trained) warn_past_trained(str("--window ", o.window), o.window, trained);
-  const int64_t retrieval = o.retrieval_window > 0 ? o.retrieval_window : 4 * o.window;
-  if (o.policy == "heads" && retrieval > trained) warn_past_trained(str("--retrieval-window ", retrieval), retrieval, trained);
-  if (o.positions == PositionRule::Stream)
-    std::cerr << "sinklm: warning: --positions stream: positions pass the model's trained " << trained
-              << " once a stream is longer\n";
+  std::vector<std::string> warnings;
+  o = resolve_cache_options(o, model, trained, "--cache/--window/--sinks/--retrieval-window", &warnings);
+  for (const auto& line : warnings) std::cerr << "sinklm: warning: " << line << "\n";
   return o;
 }
 

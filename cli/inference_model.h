@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "core/args.h"
+#include "core/config/args.h"
 #include "data/tokenizers/text_codec.h"
-#include "model/checkpoint.h"
-#include "decode/kv_cache_policy.h"
+#include "model/io/checkpoint.h"
+#include "decode/cache/kv_cache_policy.h"
 
 namespace sinklm {
 
@@ -27,7 +27,7 @@ struct ModelFlags {
   std::string checkpoint;  // required
   std::string tokenizer;   // "": the order above
   std::string device = "auto";  // CUDA when one is visible, else the CPU
-  std::string weights = "auto";  // the projections' format (model/weight_format.h); auto: as each is stored
+  std::string weights = "auto";  // the projections' format (model/io/weight_format.h); auto: as each is stored
   int64_t threads = 0;  // 0: LibTorch's choice
   std::vector<std::string> set;
 };
@@ -36,18 +36,21 @@ std::vector<FlagSpec> model_flags(ModelFlags& o);
 // --cache, --window, --sinks, --positions, --kv-dtype, --head-policy, --retrieval-window.
 struct CacheFlags {
   std::string cache = "sink_window";
-  int64_t window = 0;  // 0: the model's trained length (trained_positions)
-  int64_t sinks = -1;  // the model's default (model/sink.h: default_cache_sinks)
+  int64_t window = kFollowModel;  // every size: decode/cache/cache_options.h resolves kFollowModel
+  int64_t sinks = kFollowModel;
   std::string positions = "cache";
   std::string kv_dtype = "fp32";
   std::string head_policy;
-  int64_t retrieval_window = -1;  // heads: 4 W
+  int64_t retrieval_window = kFollowModel;
 };
-std::vector<FlagSpec> cache_flags(CacheFlags& o);
-// The options of --cache & co. for a model trained on `trained_positions` positions: --window 0 becomes that
-// length, and a cache whose positions would pass it (window, retrieval window, or --positions stream) is
-// warned about on stderr with both numbers: the model never saw those positions.
-CacheOptions cache_options(const CacheFlags& o, int64_t trained_positions);
+// Every cache flag, or (CacheFlagSet::Sizes, for `analyze --classify-heads`) only --window, --sinks,
+// --positions and --retrieval-window; help and defaults are the same in every command.
+enum class CacheFlagSet { All, Sizes };
+std::vector<FlagSpec> cache_flags(CacheFlags& o, CacheFlagSet set = CacheFlagSet::All);
+// The options of --cache & co. for `model`, trained on `trained_positions` positions, resolved
+// (resolve_cache_options: the one place their defaults are), each warning about positions the model never
+// saw printed on stderr.
+CacheOptions cache_options(const CacheFlags& o, const ModelConfig& model, int64_t trained_positions);
 
 // The positions a model was trained on: train.seq_len of sinklm's checkpoints and configs, the position table
 // (model.max_position_embeddings) of a Hugging Face directory, which records no training length.

@@ -7,14 +7,14 @@
 #include <string>
 #include <vector>
 
-#include "core/args.h"
+#include "core/config/args.h"
 #include "core/error.h"
-#include "core/host_memory.h"
+#include "core/system/host_memory.h"
 #include "cli/commands.h"
 
 namespace {
 
-// Commands that run a model reuse the heap's pages between steps and chunks (core/host_memory.h).
+// Commands that run a model reuse the heap's pages between steps and chunks (core/system/host_memory.h).
 enum class RunsModel { No, Yes };
 
 struct Subcommand {

@@ -1,4 +1,4 @@
-// sinklm serve: the OpenAI-compatible streaming server (server/openai_server.h) on a checkpoint.
+// sinklm serve: the OpenAI-compatible streaming server (serve/openai_server.h) on a checkpoint.
 #include <torch/torch.h>
 
 #include <cerrno>
@@ -11,12 +11,12 @@
 #include <iostream>
 #include <thread>
 
-#include "core/args.h"
+#include "core/config/args.h"
 #include "core/error.h"
-#include "model/checkpoint.h"
+#include "model/io/checkpoint.h"
 #include "cli/commands.h"
 #include "cli/inference_model.h"
-#include "server/openai_server.h"
+#include "serve/openai_server.h"
 
 namespace sinklm {
 
@@ -28,11 +28,7 @@ struct ServeFlags {
   CacheFlags cache;
   ServerOptions server;
   std::string model_name;  // "": the checkpoint's directory name
-  std::string session_dir = "sinklm-sessions";
-  int64_t sessions_in_memory = 64, max_sessions = 10000;
-  SessionDurability durability;
-  double drain_seconds = 30;
-  bool no_ui = false;
+  bool no_ui = false;      // every default of serve's own is in ServerOptions (serve/openai_server.h)
 };
 
 std::vector<FlagSpec> serve_flags(ServeFlags& f) {
@@ -44,10 +40,10 @@ std::vector<FlagSpec> serve_flags(ServeFlags& f) {
        flag(&o.port, "port", "N", "port (0 = any free port, printed on stdout)", Range{0, 65535}),
        flag(&f.model_name, "model-name", "NAME", "the model id in responses and /v1/models (default: the directory name)"),
        flag(&o.api_key, "api-key", "KEY", "require 'Authorization: Bearer KEY' on /v1/* (default: $SINKLM_API_KEY, else none)"),
-       flag(&f.session_dir, "session-dir", "DIR", "where sessions live: token logs and KV snapshots"),
-       flag(&f.durability.snapshot_every, "snapshot-every", "N", "tokens streamed in a session between KV snapshots", kCount),
-       flag(&f.sessions_in_memory, "sessions-in-memory", "N", "loaded sessions before the least recently used idle one goes to disk", kCount),
-       flag(&f.max_sessions, "max-sessions", "N", "sessions in total, memory and disk", kCount),
+       flag(&o.session_dir, "session-dir", "DIR", "where sessions live: token logs and KV snapshots"),
+       flag(&o.durability.snapshot_every, "snapshot-every", "N", "tokens streamed in a session between KV snapshots", kCount),
+       flag(&o.sessions_in_memory, "sessions-in-memory", "N", "loaded sessions before the least recently used idle one goes to disk", kCount),
+       flag(&o.max_sessions, "max-sessions", "N", "sessions in total, memory and disk", kCount),
        flag(&c.frame.max_body_bytes, "max-body-bytes", "N", "largest request body", kCount),
        flag(&o.max_prompt_tokens, "max-prompt-tokens", "N", "longest prompt of one request", kCount),
        flag(&o.max_tokens_limit, "max-tokens-limit", "N", "largest max_tokens a request may ask for", kCount),
@@ -58,9 +54,9 @@ std::vector<FlagSpec> serve_flags(ServeFlags& f) {
        flag(&c.header_timeout_s, "header-timeout", "S", "seconds from a request's first byte to the end of its headers, else 408", kSeconds),
        flag(&c.body_timeout_s, "body-timeout", "S", "seconds from the end of the headers to the end of the body, else 408", kSeconds),
        flag(&c.idle_timeout_s, "idle-timeout", "S", "seconds a connection may stay open between requests", kSeconds),
-       flag(&c.threads, "http-workers", "N", "threads serving complete requests, each streamed response to its end", Range{1, 4096}),
+       flag(&c.http_workers, "http-workers", "N", "threads serving complete requests, each streamed response to its end", Range{1, 4096}),
        flag(&c.queue_timeout_s, "queue-timeout", "S", "seconds a complete request may wait for a free worker, else 503", kSeconds),
-       flag(&f.drain_seconds, "drain-seconds", "S", "on SIGTERM, how long running requests may take to finish (0 = stop)", Range{0, 86400}),
+       flag(&o.drain_seconds, "drain-seconds", "S", "on SIGTERM, how long running requests may take to finish (0 = stop)", Range{0, 86400}),
        flag(&f.no_ui, "no-ui", "do not serve the chat page at GET / (the API is unchanged)")},
       {model_flags(f.model), cache_flags(f.cache)});
 }
@@ -107,11 +103,12 @@ int run_serve_command(const std::vector<std::string>& argv) {
   const auto& codec = m.codec;
 
   StreamSettings settings;
-  settings.cache = cache_options(f.cache, m.trained_positions);
+  settings.cache = cache_options(f.cache, m.loaded.model->config(), m.trained_positions);
   auto policy = make_cache_policy(settings.cache, model, "--cache/--window/--sinks");  // validates now
-  SessionStore sessions(f.session_dir, f.sessions_in_memory, f.max_sessions, settings, model, device, f.durability);
-
   ServerOptions& options = f.server;
+  SessionStore sessions(options.session_dir, options.sessions_in_memory, options.max_sessions, settings, model, device,
+                        options.durability);
+
   std::string name = std::filesystem::path(checkpoint).filename().string();
   if (name.empty()) name = std::filesystem::path(checkpoint).parent_path().filename().string();
   options.model_name = !f.model_name.empty() ? f.model_name : name.empty() ? "sinklm" : name;
@@ -122,7 +119,7 @@ int run_serve_command(const std::vector<std::string>& argv) {
 
   // SIGINT stops the server at once; SIGTERM drains it first (drain_then_stop). Either way loaded sessions are
   // then snapshotted so a restart replays little. (Sessions survive a SIGKILL too: every token is in their
-  // fsynced logs; see server/session_store.h.)
+  // fsynced logs; see serve/sessions/session_store.h.)
   {  // the server (and its generation worker) ends before sessions are saved: no stream is mid-step then
     OpenAiServer server(options, decoder, *codec, sessions);
     const int port = server.bind();
@@ -135,7 +132,7 @@ int run_serve_command(const std::vector<std::string>& argv) {
     std::thread stopper([&] {
       int signal = 0;
       sigwait(&stop_signals, &signal);
-      if (signal == SIGTERM) drain(server, stop_signals, f.drain_seconds);
+      if (signal == SIGTERM) drain(server, stop_signals, options.drain_seconds);
       server.stop();
     });
     server.run();
@@ -144,7 +141,7 @@ int run_serve_command(const std::vector<std::string>& argv) {
   }
   sessions.save_all();
   std::fprintf(stderr, "sinklm serve: stopped; %lld sessions saved in %s\n",
-               static_cast<long long>(sessions.in_memory() + sessions.on_disk()), f.session_dir.c_str());
+               static_cast<long long>(sessions.in_memory() + sessions.on_disk()), options.session_dir.c_str());
   return 0;
 }
 

@@ -1,6 +1,6 @@
 // sinklm stream: streaming perplexity of a checkpoint over a long text through one cache configuration, or
 // (--compare) through the paper's Table 3 configurations 0+W, 1+(W-1), 2+(W-2), 4+(W-4); or (--recall DIR)
-// the recall probe (eval/recall_probe.h) on the recall source that DIR's manifest describes.
+// the recall probe (eval/sinks/recall_probe.h) on the recall source that DIR's manifest describes.
 #include <torch/torch.h>
 
 #include <cstdio>
@@ -9,17 +9,17 @@
 #include <iostream>
 #include <sstream>
 
-#include "core/args.h"
+#include "core/config/args.h"
 #include "core/error.h"
-#include "model/checkpoint.h"
+#include "model/io/checkpoint.h"
 #include "cli/commands.h"
 #include "cli/inference_model.h"
 #include "cli/token_input.h"
 #include "data/io/read_file.h"
 #include "data/synthetic/fact_recall.h"
 #include "data/tokenizers/text_codec.h"
-#include "eval/recall_probe.h"
-#include "eval/streaming_perplexity.h"
+#include "eval/sinks/recall_probe.h"
+#include "eval/sinks/streaming_perplexity.h"
 
 namespace sinklm {
 namespace {
@@ -97,7 +97,7 @@ RecallPolicy recall_policy(const std::string& item, const CacheOptions& cache, c
   if (o.policy == "heads" && !value.empty()) o.head_roles = std::make_shared<HeadRoles>(read_head_roles(value, "--recall-policies heads:"));
   else if (!value.empty()) o.window = parse_integer(value, 1, "--recall-policies " + item);
   if (o.policy == "window") o.sinks = 0;
-  if (o.policy != "heads") o.head_roles = nullptr, o.retrieval_window = -1;
+  if (o.policy != "heads") o.head_roles = nullptr, o.retrieval_window = kFollowModel;
   std::string label = recall_policy_label(o, model);
   if (o.policy == "heads" && !value.empty())
     label += str(" (", std::filesystem::path(value).stem().string(), ": ", o.head_roles->retrieval_heads(), " heads at R)");
@@ -111,7 +111,7 @@ int run_recall(const StreamFlags& f, CachedDecoder& decoder, const InferenceMode
     fail("--recall: the recall source's ids are bytes, but ", checkpoint, " has a tokenizer of ", model.tokenizer_vocab_size,
          " ids; train on the recall shards (configs/recall.yaml)");
   const FactRecall source = read_recall_source(f.recall, "--recall");
-  const CacheOptions cache = cache_options(f.cache, m.trained_positions);
+  const CacheOptions cache = cache_options(f.cache, m.loaded.model->config(), m.trained_positions);
   const int64_t window = cache.window;
   RecallProbeOptions options = f.probe;
   options.distances = !f.distances.empty() ? f.distances : default_recall_distances(window);
@@ -150,7 +150,7 @@ int run_stream_command(const std::vector<std::string>& argv) {
   StreamingPerplexityOptions options = f.perplexity;
   options.kv_trace_every = std::max<int64_t>(options.chunk, static_cast<int64_t>(ids.size()) / 64);  // ~64 points
   options.rotation = f.rotation == "literal" ? KeyRotation::Literal : KeyRotation::Relative;
-  const CacheOptions cache = cache_options(f.cache, m.trained_positions);
+  const CacheOptions cache = cache_options(f.cache, m.loaded.model->config(), m.trained_positions);
   const PositionRule rule = cache.positions;
   std::vector<CacheOptions> runs;
   if (f.compare) {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/args.h"
+#include "core/config/args.h"
 #include "data/tokenizers/text_codec.h"
 #include "model/model_config.h"
 

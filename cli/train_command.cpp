@@ -1,7 +1,7 @@
 #include <cmath>
 #include <iostream>
 
-#include "core/args.h"
+#include "core/config/args.h"
 #include "core/error.h"
 #include "cli/commands.h"
 #include "cli/inference_model.h"

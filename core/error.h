@@ -15,7 +15,7 @@ struct UserError : std::runtime_error {
 
 // A file that could not be written or made durable (disk full, an I/O error): the machine's fault, not the
 // input's. The message names the file and the errno; a server tells its client only whether storage is full
-// (server/openai_server.cpp) and keeps the path for its log.
+// (serve/openai_server.cpp) and keeps the path for its log.
 struct StorageError : UserError {
   StorageError(int error_number, const std::string& message) : UserError(message), error_number(error_number) {}
   bool full() const { return error_number == ENOSPC || error_number == EDQUOT || error_number == EFBIG; }

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "model/gpt_neox.h"
-#include "decode/stream_cache.h"
+#include "decode/attention/stream_cache.h"
 
 namespace sinklm {
 
@@ -81,7 +81,7 @@ class CachedDecoder {
   GPTNeoXForCausalLM& model() { return model_; }
   torch::Device device() const;
   // Decode tokens of streams whose policies fill their budget attend in one call per layer and pool page
-  // (decode/kv_pool.h); off: every stream attends on its own (the reference the batched path is tested
+  // (decode/cache/kv_pool.h); off: every stream attends on its own (the reference the batched path is tested
   // against, and the baseline of `sinklm bench-decode --no-batch`).
   void set_batched_decode(bool on) { batched_decode_ = on; }
   int64_t batched_decode_tokens() const { return batched_decode_tokens_; }  // decode tokens attended in batches

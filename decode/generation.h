@@ -40,7 +40,7 @@ struct TokenLogprob {
   std::vector<std::pair<int64_t, double>> top;
 };
 
-// Why a generation ended with "error"; the server maps each to an HTTP status (server/openai_server.cpp).
+// Why a generation ended with "error"; the server maps each to an HTTP status (serve/openai_server.cpp).
 enum class GenerationFailure {
   None,
   ContextFull,     // the stream cannot take the next chunk (a literal cache at its limit)

@@ -4,7 +4,7 @@
 //
 // The decoder layer is written once, here. Where its attention is computed (whole sequence, a probe that
 // records probabilities, many streams against their KV caches) is an AttentionBackend
-// (model/attention_backend.h); nothing outside model/ reaches into a layer's submodules.
+// (model/attention/attention_backend.h); nothing outside model/ reaches into a layer's submodules.
 #pragma once
 #include <functional>
 
@@ -13,10 +13,10 @@
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/normalization.h>
 
-#include "model/attention_backend.h"
+#include "model/attention/attention_backend.h"
 #include "model/model_config.h"
 #include "model/projection.h"
-#include "model/rotary.h"
+#include "model/attention/rotary.h"
 
 namespace sinklm {
 

@@ -1,5 +1,5 @@
 // The decoder's Linear layers: a torch::nn::Linear (same parameters "weight" [out, in] and "bias" [out],
-// same names, same results) that can also hold its weight in an inference format (model/weight_format.h) and
+// same names, same results) that can also hold its weight in an inference format (model/io/weight_format.h) and
 // a copy packed for products with few rows (model/kernels/few_row_matmul.h), the shape of every product in a
 // decode step. Serving packs the layers once (CachedDecoder); training and evaluation never do and run
 // LibTorch's linear.

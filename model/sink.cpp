@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "core/config.h"
+#include "core/config/config.h"
 #include "core/error.h"
 #include "model/model_config.h"
 
@@ -119,7 +119,7 @@ const std::vector<SinkModeSpec>& table() {
 }
 
 // model.sink.mode's choices and help are the table's names and summaries, filled in when this library is
-// linked in (core/config.h: provide_choices).
+// linked in (core/config/config.h: provide_choices).
 [[maybe_unused]] const bool kSchemaChoices = [] {
   std::vector<std::pair<std::string, std::string>> choices;
   for (const auto& row : table()) choices.emplace_back(row.name, row.summary);

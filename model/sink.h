@@ -76,7 +76,7 @@ torch::Tensor apply_output_gate(const torch::Tensor& attended, const torch::Tens
 bool loads_in_transformers(SinkMode mode);
 
 // The extra softmax column a mode adds to every head, the one contract every attention path takes (the
-// reference softmax below, SDPA's folded form in model/attention.cpp, the fused CPU kernel of
+// reference softmax below, SDPA's folded form in model/attention/attention.cpp, the fused CPU kernel of
 // model/kernels/packed_qkv_attention.cpp, the stream caches of decode/ and the decode kernel of model/kernels/):
 //   c_i  = logit_h + q_i . key_h / sqrt(D)       (the key term only where `key` is defined; no rotary)
 //   p_ij = exp(s_ij) / (exp(c_i) + sum_j exp(s_ij)),  out_i = sum_j p_ij v_j + p_i,sink value_h
@@ -85,7 +85,7 @@ bool loads_in_transformers(SinkMode mode);
 // has_key_value() is false (supports_key_value() says which do).
 // A mode may instead replace the softmax itself (`normaliser`: softpick): the paths that form scores call it
 // through softmax_with_sink; the fast paths, which fold softmax into SDPA or a fused kernel, run only where
-// softmax() holds, and the reference path (model/attention.cpp) serves the others.
+// softmax() holds, and the reference path (model/attention/attention.cpp) serves the others.
 using ScoreNormaliser = torch::Tensor (*)(const torch::Tensor& scores);  // [..., Tk] -> probabilities
 struct SinkColumn {
   torch::Tensor logit;  // [H] or undefined: no column (vanilla, sink tokens)
@@ -115,15 +115,15 @@ int64_t default_cache_sinks(const ModelConfig& model);
 enum class SinkSite { FirstPosition, Tokens, Column };
 SinkSite sink_site(SinkMode mode);
 const char* sink_site_name(SinkSite site);  // "position 0", "sink token", "sink column"
-// probs: [..., Tq, Tk] attention probabilities with the sink column dropped (model/attention_probe.h), the
+// probs: [..., Tq, Tk] attention probabilities with the sink column dropped (model/analysis/attention_probe.h), the
 // sequence starting with sink_prefix(). Returns [..., Tq]: each query's mass on the sink.
 torch::Tensor sink_attention_mass(const ModelConfig& model, const torch::Tensor& probs);
 
 // softmax over the last dim of `scores` [..., H, Tq, Tk] with the column (absent: plain softmax), the column
 // dropped afterwards; a column's normaliser instead of softmax where it has one. Masked entries are -inf. q [..., H, Tq, D] (rotated, as the scores were made) is needed
-// only for a column with a key. Every attention path that forms scores itself (model/attention.cpp's
+// only for a column with a key. Every attention path that forms scores itself (model/attention/attention.cpp's
 // reference, decode/'s stream caches) calls this; the fast paths fold the same column into SDPA
-// (model/attention.cpp) or into their own normaliser (model/kernels/packed_qkv_attention.cpp), tested equal to it.
+// (model/attention/attention.cpp) or into their own normaliser (model/kernels/packed_qkv_attention.cpp), tested equal to it.
 torch::Tensor softmax_with_sink(const torch::Tensor& scores, const SinkColumn& column, const torch::Tensor& q = {});
 // What the column's value adds to the output: (1 - sum_j p_ij) value_h, [..., H, Tq, D] float32, from the
 // probabilities softmax_with_sink returned; undefined when the column has no value.
@@ -134,7 +134,7 @@ torch::Tensor sink_value_output(const torch::Tensor& probs, const SinkColumn& co
 // eps e^-m) with m = max(0, max s), which is the same function without overflow. eps = 1e-6 as in the paper.
 torch::Tensor softpick(const torch::Tensor& scores);
 
-// One layer of a recorded forward (model/attention_probe.h), as a mode's statistics see it.
+// One layer of a recorded forward (model/analysis/attention_probe.h), as a mode's statistics see it.
 struct LayerObservation {
   torch::Tensor probabilities;  // [H, T, T] float64, the sink column dropped
   torch::Tensor gate;           // [T, width] float64 after the sigmoid (modes with an output gate), else undefined

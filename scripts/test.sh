@@ -17,7 +17,7 @@ for a in "$@"; do
 done
 bash "$root/scripts/setup.sh"
 
-# The chat page's browser test (tests/server/chat_page_test.py) needs a browser: Debian's Chromium and its
+# The chat page's browser test (tests/serve/chat_page_test.py) needs a browser: Debian's Chromium and its
 # driver, and selenium in the venv. Installed here, not by setup.sh, since only the tests use them. A failed
 # install does not stop the other tests: that test then skips, saying what is missing.
 sudo_if_needed() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }

@@ -9,8 +9,10 @@ third-party packages it links itself. The test fails, naming file:line and the r
   - a source includes a third-party header (PACKAGES below) of a package that neither its row nor a used
     library's row links (eval/ including <httplib.h>, core/ including LibTorch);
   - a target_link_libraries() of a library in any CMakeLists.txt names a library or package its row does not
-    allow (eval/ linking PkgConfig::HTTPLIB or sinklm_server);
-  - a test executable named on the command line (those of decode/, eval/, train/) loads cpp-httplib (ldd).
+    allow (eval/ linking PkgConfig::HTTPLIB or sinklm_serve);
+  - a test executable named on the command line (those of decode/, eval/, train/) loads cpp-httplib (ldd);
+  - a folder of a library holds more than MAX_FLAT_SOURCES sources flat, or has no CMakeLists.txt of its own
+    (the library folder itself: it lists its sources, the root only names the libraries).
 tests/ may include anything and is not read. A quoted include resolves like the compiler's (next to the
 including file, then from the source root, which is the include directory); one that resolves to no project
 file (a system header in quotes) is read as a third-party header.
@@ -23,6 +25,9 @@ import sys
 from sinklm_test import SOURCE, check, finish
 
 TABLE = os.path.join("cmake", "libraries.txt")
+# The most sources one folder of a library holds flat: a larger folder is a grab-bag to split into rooms (as
+# data/, model/, eval/, serve/ are), each named in docs/ARCHITECTURE.md.
+MAX_FLAT_SOURCES = 16
 # Package -> (header prefixes, CMake link items). A link item or header of no package fails with a hint.
 PACKAGES = {
     "yaml-cpp": (("yaml-cpp/",), ("yaml-cpp",)),
@@ -172,6 +177,15 @@ def main():
                     why = include_violation(rows, library, path, match.group(1), match.group(2).strip())
                     check(not why, f"{path}:{number}: {line.strip()}", why, quiet=True)
     check(files > 0, "the libraries' folders hold sources", SOURCE)
+    for library, row in rows.items():
+        check(os.path.isfile(os.path.join(SOURCE, row["folder"], "CMakeLists.txt")),
+              f"{row['folder']}/CMakeLists.txt lists {library}'s sources", quiet=True)
+        by_folder = {}
+        for path in sources(row["folder"]):
+            by_folder.setdefault(os.path.dirname(path), []).append(path)
+        for folder, flat in sorted(by_folder.items()):
+            check(len(flat) <= MAX_FLAT_SOURCES, f"{folder}/ holds at most {MAX_FLAT_SOURCES} sources flat",
+                  f"{len(flat)}: split it into rooms", quiet=True)
     links = 0
     for path in cmake_files():
         with open(os.path.join(SOURCE, path), encoding="utf-8") as f:

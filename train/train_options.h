@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/config.h"
+#include "core/config/config.h"
 #include "train/adamw.h"
 
 namespace sinklm {

@@ -12,14 +12,14 @@
 #include <iostream>
 #include <thread>
 
-#include "core/atomic_dir.h"
+#include "core/files/atomic_dir.h"
 #include "core/error.h"
 #include "model/autocast_guard.h"
-#include "model/checkpoint.h"
-#include "model/kernel_trace.h"
+#include "model/io/checkpoint.h"
+#include "model/analysis/kernel_trace.h"
 #include "train/linear_cross_entropy.h"
-#include "train/memory_report.h"
-#include "train/sink_probe.h"
+#include "train/monitor/memory_report.h"
+#include "train/monitor/sink_probe.h"
 #include "train/training_checkpoint.h"
 
 namespace fs = std::filesystem;

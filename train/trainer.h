@@ -1,8 +1,8 @@
 // The pretraining loop: data-parallel over the ranks of a DistributedContext, gradient accumulation to a
 // global batch, AdamW with warmup + cosine, global-norm clipping, periodic validation, atomic checkpoints
 // and exact resume. One object per rank; every rank runs the same sequence of collectives, all through its
-// Communicator. Its parts: train/gradient_reduction.h (replicated or ZeRO-1: reduce, clip, step, optimizer
-// files), train/throughput.h (tokens/s, MFU, ETA), train/step_profile.h (where a step's time goes),
+// Communicator. Its parts: train/distributed/gradient_reduction.h (replicated or ZeRO-1: reduce, clip, step, optimizer
+// files), train/monitor/throughput.h (tokens/s, MFU, ETA), train/monitor/step_profile.h (where a step's time goes),
 // train/fault_injection.h (the dist tests' failures).
 #pragma once
 #include <nlohmann/json.hpp>
@@ -13,16 +13,16 @@
 #include <optional>
 #include <string>
 
-#include "core/config.h"
+#include "core/config/config.h"
 #include "data/shards/token_loader.h"
 #include "model/gpt_neox.h"
-#include "train/communicator.h"
-#include "train/distributed_context.h"
+#include "train/distributed/communicator.h"
+#include "train/distributed/distributed_context.h"
 #include "train/fault_injection.h"
-#include "train/flat_parameters.h"
-#include "train/gradient_reduction.h"
-#include "train/step_profile.h"
-#include "train/throughput.h"
+#include "train/distributed/flat_parameters.h"
+#include "train/distributed/gradient_reduction.h"
+#include "train/monitor/step_profile.h"
+#include "train/monitor/throughput.h"
 #include "train/train_options.h"
 
 namespace sinklm {
@@ -88,7 +88,7 @@ class Trainer {
   FaultInjection faults_;
   std::unique_ptr<ThroughputMeter> throughput_;
   std::unique_ptr<StepProfile> profile_;  // train.profile_steps
-  std::unique_ptr<SinkProbe> sink_probe_;  // train.sink_probe_every; rank 0 only (train/sink_probe.h)
+  std::unique_ptr<SinkProbe> sink_probe_;  // train.sink_probe_every; rank 0 only (train/monitor/sink_probe.h)
   std::unique_ptr<TokenLoader> loader_, validation_loader_;
   LoaderCursor validation_start_;
   int64_t first_step_ = 0;

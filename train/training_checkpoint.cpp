@@ -8,13 +8,13 @@
 #include <fstream>
 #include <iostream>
 
-#include "core/atomic_dir.h"
+#include "core/files/atomic_dir.h"
 #include "core/error.h"
 #include "data/io/read_file.h"
 #include "data/shards/shard_directory.h"
 #include "data/tokenizers/tokenizer_files.h"
-#include "model/checkpoint.h"
-#include "model/safetensors.h"
+#include "model/io/checkpoint.h"
+#include "model/io/safetensors.h"
 
 namespace fs = std::filesystem;
 

@@ -1,9 +1,9 @@
-// What a training checkpoint adds to a model checkpoint (model/checkpoint.h), and how a run resumes:
+// What a training checkpoint adds to a model checkpoint (model/io/checkpoint.h), and how a run resumes:
 //
 //   RUN_DIR/checkpoints/step_00000100/      one complete checkpoint (manifest.json covers every file)
 //     config.json, model.safetensors, sinklm.yaml      the model, as in any checkpoint
 //     optimizer.safetensors                  AdamW moments "exp_avg", "exp_avg_sq" [N] float32 (N = the flat
-//                                            parameter count, see train/flat_parameters.h), or with ZeRO-1
+//                                            parameter count, see train/distributed/flat_parameters.h), or with ZeRO-1
 //     optimizer.rank<R>.safetensors          rank R's range of them; metadata "begin", "end" give the range
 //     trainer_state.json                     {"format": "sinklm-train-state", "version": 1, "step": completed
 //                                            steps, "adam_steps": n, "world_size": R, "zero": bool,
@@ -22,8 +22,8 @@
 
 #include <vector>
 
-#include "core/config.h"
-#include "model/checkpoint.h"
+#include "core/config/config.h"
+#include "model/io/checkpoint.h"
 
 namespace sinklm {
 

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <map>
 
-#include "core/atomic_dir.h"
+#include "core/files/atomic_dir.h"
 #include "core/error.h"
 #include "data/prepare/document_reader.h"
 #include "data/prepare/document_record.h"

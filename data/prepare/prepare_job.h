@@ -7,7 +7,7 @@
 //   <out>.partial/<split>-*.bin         shards (prepare_unit.h), each renamed into place once complete
 //   <out>.partial/units/<unit>.json     a unit's record, written (atomically) after its shards: a rerun skips
 //                                       every unit that has one, so SIGKILL + rerun = uninterrupted run
-// Rank 0 then writes, and moves the directory to <out> with one rename (core/atomic_dir.h):
+// Rank 0 then writes, and moves the directory to <out> with one rename (core/files/atomic_dir.h):
 //   manifest.json    shard_directory.h, plus "inputs", "seed", "split_fractions" and, for corpus directory
 //                    inputs, the per-document list
 //   summary.json     totals: inputs, units, per split documents / tokens / shards, bad lines, empty documents

@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "data/prepare/document_reader.h"
 #include "data/prepare/document_record.h"
-#include "core/parallel_for.h"
+#include "core/system/parallel_for.h"
 #include "data/shards/shard_directory.h"
 #include "data/shards/token_shard.h"
 

@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/atomic_dir.h"
+#include "core/files/atomic_dir.h"
 #include "core/error.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "token shards are read and written in host byte order");

@@ -6,8 +6,8 @@
 
 #include "core/ends_with.h"
 #include "core/error.h"
-#include "data/tokenizers/byte_level_bpe_files.h"
-#include "core/parallel_for.h"
+#include "data/tokenizers/bpe/byte_level_bpe_files.h"
+#include "core/system/parallel_for.h"
 #include "data/tokenizers/sentencepiece_tokenizer.h"
 
 namespace fs = std::filesystem;

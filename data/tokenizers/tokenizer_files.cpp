@@ -2,9 +2,9 @@
 
 #include <filesystem>
 
-#include "core/atomic_dir.h"
+#include "core/files/atomic_dir.h"
 #include "core/error.h"
-#include "core/sha256.h"
+#include "core/files/sha256.h"
 #include "data/io/read_file.h"
 
 namespace fs = std::filesystem;

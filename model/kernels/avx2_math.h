@@ -1,7 +1,7 @@
 // Vector helpers for the AVX2 kernels (model/kernels/few_row_avx2.inc, model/kernels/cache_attention_kernel.cpp):
 // tail masks and 16 float32 lanes as two registers, the width of the AVX-512 kernels' register, so that both
 // instruction sets read the same 16-column panels. Callers are compiled for AVX2 and FMA function by function
-// (target attribute or `#pragma GCC target`) and run only where core/cpu_features.h says both are present.
+// (target attribute or `#pragma GCC target`) and run only where core/system/cpu_features.h says both are present.
 #pragma once
 #include <immintrin.h>
 

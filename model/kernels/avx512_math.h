@@ -1,7 +1,7 @@
 // Vector math for the AVX-512 kernels (model/kernels/few_row_matmul.cpp, model/kernels/packed_qkv_attention.cpp,
 // model/kernels/cache_attention_kernel.cpp, model/kernels/softmax_cross_entropy.cpp): lane masks, and what their softmaxes
 // need that LibTorch's headers do not offer outside its own dispatch. Callers are compiled for AVX-512
-// function by function (target attribute) and run only where core/cpu_features.h says it is present.
+// function by function (target attribute) and run only where core/system/cpu_features.h says it is present.
 #pragma once
 #include <immintrin.h>
 

@@ -8,7 +8,7 @@
 #include <array>
 #include <cstring>
 
-#include "core/cpu_features.h"
+#include "core/system/cpu_features.h"
 #include "core/error.h"
 #include "model/kernels/avx2_math.h"
 #include "model/kernels/avx512_math.h"

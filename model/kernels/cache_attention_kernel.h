@@ -14,7 +14,7 @@
 namespace sinklm {
 
 // Whether the kernels take these caches ([m, H, width, D] on the CPU, float32 or bfloat16 (read as float32:
-// products and sums in float32); keys stored transposed, i.e. entries contiguous, as decode/kv_pool.h lays
+// products and sums in float32); keys stored transposed, i.e. entries contiguous, as decode/cache/kv_pool.h lays
 // them out; values with rows of D contiguous), with D a multiple of 16 up to 128, on an AVX-512F CPU or, for
 // bfloat16, an AVX2 one with FMA.
 bool cache_attention_kernel_applies(const torch::Tensor& keys, const torch::Tensor& values);

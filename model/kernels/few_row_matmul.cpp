@@ -10,7 +10,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "core/cpu_features.h"
+#include "core/system/cpu_features.h"
 #include "core/error.h"
 #include "model/kernels/avx2_math.h"
 #include "model/kernels/avx512_math.h"
@@ -21,7 +21,7 @@ namespace {
 constexpr int64_t kPanel = 16;       // output columns per panel: one AVX-512 register (two AVX2 ones) of float32 or int32
 constexpr int64_t kPanelBytes = 64;  // one k group of one panel: 16 columns x G elements
 constexpr int64_t kPrefetchSteps = 32;  // 2 KiB ahead per panel stream: DRAM latency at the rate a 16-row tile reads
-constexpr int64_t kInt8BlockGroups = kInt8Block / 4;  // k groups per int8 block (model/weight_format.h)
+constexpr int64_t kInt8BlockGroups = kInt8Block / 4;  // k groups per int8 block (model/io/weight_format.h)
 
 // Per-column operands from the first column of a panel on (null where absent).
 struct ColumnData {

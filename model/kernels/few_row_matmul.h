@@ -9,9 +9,9 @@
 //   fp32  G = 1  float32                 y = Σ_k x[k] W[n, k] (+ b), float32 multiply-adds (AVX-512F)
 //   bf16  G = 2  bfloat16                x rounded to bf16, pairs multiplied and summed into float32
 //                                        (AVX512-BF16 vdpbf16ps; AVX2: widened to float32, FMA), + b
-//   int8  G = 4  uint8 = q[n, k] + 128    blocks of 32 k as llama.cpp's q8_0 (model/weight_format.h): the
+//   int8  G = 4  uint8 = q[n, k] + 128    blocks of 32 k as llama.cpp's q8_0 (model/io/weight_format.h): the
 //                (q, scale[n, b]:        weight by quantize_int8, x the same way per row at each step
-//                model/weight_format.h)  (xq, a[m, b]); quads of u8 x s8 summed into int32 (AVX512-VNNI
+//                model/io/weight_format.h)  (xq, a[m, b]); quads of u8 x s8 summed into int32 (AVX512-VNNI
 //                                        vpdpbusd), each block's sum less its excess 128 Σ xq (the row's,
 //                                        since the weights are stored + 128) scaled by a[m, b] scale[n, b]
 //                                        into float32, + b. AVX2: q = u xor 128, |q| times xq with q's
@@ -28,8 +28,8 @@
 
 #include <vector>
 
-#include "core/cpu_features.h"
-#include "model/weight_format.h"
+#include "core/system/cpu_features.h"
+#include "model/io/weight_format.h"
 
 namespace sinklm {
 

@@ -5,7 +5,7 @@
 // tolerance the dtype's rounding allows, and the median time of both over a few repetitions with their ratio.
 // It fails (exit 1) when a kernel disagrees. The few-row product runs in every instruction set the CPU has,
 // decode attention in the widest (AVX2: bfloat16 K/V only), the others need AVX-512F; a CPU with neither set
-// has none to check (exit 77, skipped). SINKLM_CPU_ISA=avx2 (core/cpu_features.h) runs the AVX2 paths on an
+// has none to check (exit 77, skipped). SINKLM_CPU_ISA=avx2 (core/system/cpu_features.h) runs the AVX2 paths on an
 // AVX-512 CPU.
 // Times are printed, never asserted: `build/sinklm_kernel_check [--threads N] [--reps N]` is the
 // micro-benchmark; ctest runs it as `kernel_check` (label unit).
@@ -19,14 +19,14 @@
 #include <string>
 #include <vector>
 
-#include "core/cpu_features.h"
-#include "model/attention.h"
+#include "core/system/cpu_features.h"
+#include "model/attention/attention.h"
 #include "model/kernels/cache_attention_kernel.h"
 #include "model/kernels/few_row_matmul.h"
 #include "model/kernels/packed_qkv_attention.h"
 #include "model/kernels/softmax_cross_entropy.h"
 #include "model/kernels/token_nll.h"
-#include "model/rotary.h"
+#include "model/attention/rotary.h"
 
 namespace sinklm {
 namespace {
@@ -114,7 +114,7 @@ void check_packed_qkv_attention(int64_t B, int64_t T, int64_t H, int64_t D, int6
          median_ms([&] { reference(); }), median_ms([&] { packed_qkv_attention(qkv, cos, sin, sink); }));
 }
 
-// Decode attention's two products against a cache laid out as decode/kv_pool.h lays it out (keys stored
+// Decode attention's two products against a cache laid out as decode/cache/kv_pool.h lays it out (keys stored
 // transposed: entries contiguous), reference: LibTorch's matmul.
 void check_cache_attention(int64_t m, int64_t H, int64_t width, int64_t D, torch::ScalarType dtype) {
   auto keys = torch::randn({m, H, D, width}).to(dtype).transpose(2, 3);  // [m, H, width, D], stride(2) == 1

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "model/kernels/avx512_math.h"
-#include "core/cpu_features.h"
+#include "core/system/cpu_features.h"
 #include "core/error.h"
 
 namespace sinklm {

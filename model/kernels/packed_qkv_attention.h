@@ -22,7 +22,7 @@
 namespace sinklm {
 
 // Whether the kernel takes this input: an AVX-512 CPU, qkv float32 contiguous [B, T, H, 3D] on the CPU,
-// D a multiple of 16 (any sink column). Elsewhere callers split q, k, v and use model/attention.h.
+// D a multiple of 16 (any sink column). Elsewhere callers split q, k, v and use model/attention/attention.h.
 bool packed_qkv_attention_applies(const torch::Tensor& qkv);
 
 // The attention above, differentiable in qkv and the sink column's logit, key and value (float32 CPU).

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "model/kernels/avx512_math.h"
-#include "core/cpu_features.h"
+#include "core/system/cpu_features.h"
 #include "core/error.h"
 
 namespace sinklm {

@@ -191,7 +191,7 @@ def run_losses(out):
 
 
 def matmul_flops(threads, n=1024, dtype=torch.float32):
-    """GEMM rate of `dtype`: the best of 5 trials of ~0.2 s, as train/throughput.cpp probes it (float32)."""
+    """GEMM rate of `dtype`: the best of 5 trials of ~0.2 s, as train/monitor/throughput.cpp probes it (float32)."""
     torch.set_num_threads(threads)
     a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
     a @ b

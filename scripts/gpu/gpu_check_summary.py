@@ -111,7 +111,7 @@ summary["all_stages_ok"] = all(s["ok"] or not s["ran"] for name, s in stages.ite
 
 
 def top_kernels(name, count=3):
-    """The `count` largest rows of a trace_top.txt table (train/kernel_trace.cpp's format): (ms/step, share, name)."""
+    """The `count` largest rows of a trace_top.txt table (model/analysis/kernel_trace.cpp's format): (ms/step, share, name)."""
     path = os.path.join(logs, name)
     if not os.path.exists(path):
         return []

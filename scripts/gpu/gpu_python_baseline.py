@@ -14,11 +14,11 @@ import torch
 import torch.nn.functional as F
 from transformers import GPTNeoXForCausalLM
 
-PEAK_BF16 = 989e12  # H100/H200 dense bf16, as train/throughput.cpp
+PEAK_BF16 = 989e12  # H100/H200 dense bf16, as train/monitor/throughput.cpp
 
 
 def write_kernel_table(step, path, cuda, steps=2):
-    """The table train/kernel_trace.cpp writes, from torch.profiler over `steps` steps: total time per CUDA
+    """The table model/analysis/kernel_trace.cpp writes, from torch.profiler over `steps` steps: total time per CUDA
     kernel/copy/memset name per step, largest first (on the CPU: per operator, inclusive)."""
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])) as prof:
@@ -85,7 +85,7 @@ def main():
     steady = rates[len(rates) // 3:]
     c = model.config
     n = sum(q.numel() for q in model.parameters()) - c.vocab_size * c.hidden_size  # embed_in is a lookup
-    flops_per_token = 6 * n + 12 * c.num_hidden_layers * c.hidden_size * a.seq  # as train/throughput.cpp
+    flops_per_token = 6 * n + 12 * c.num_hidden_layers * c.hidden_size * a.seq  # as train/monitor/throughput.cpp
     tps = statistics.median(steady)
     print(json.dumps({"python_loop_tokens_per_s": tps, "mfu": tps * flops_per_token / PEAK_BF16,
                       "micro_batch": a.micro_batch, "seq": a.seq, "accumulation": a.accumulation,

@@ -9,7 +9,7 @@ import zero_shot_stats
 
 PAPER_STREAM = {"Vanilla": ["27.87", "18.49", "18.05", "18.05"], "Zero Sink": ["29214", "19.90", "18.27", "18.01"],
                 "Learnable Sink": ["1235", "18.01", "18.01", "18.02"]}
-# Tasks whose text is not what lm-eval scores under that name (eval/task_formats.cpp: the task's variant).
+# Tasks whose text is not what lm-eval scores under that name (eval/zero_shot/tasks/task_formats.cpp: the task's variant).
 VARIANTS = {"hellaswag": "llama.cpp text form"}
 PAPER_ZERO_SHOT = [("Vanilla", [18.6, 45.2, 29.4, 39.6, 16.0, 62.2, 50.1]),
                    ("+ Sink token", [19.6, 45.6, 29.8, 39.9, 16.6, 62.6, 50.8])]

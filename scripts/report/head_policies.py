@@ -1,5 +1,5 @@
 """Head-policy files for a memory-recall curve: the top K heads of a classification for K = 0..H, and K heads
-drawn at random, each a file that `sinklm stream --recall-policies heads:FILE` reads (decode/head_roles.h).
+drawn at random, each a file that `sinklm stream --recall-policies heads:FILE` reads (decode/cache/head_roles.h).
 
 usage: head_policies.py CLASSIFICATION OUT_DIR [--random K] [--draws N] [--seed S]
   CLASSIFICATION  a file of `sinklm analyze --classify-heads` ("scores" and "score" name what ranks the heads)

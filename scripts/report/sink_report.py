@@ -184,7 +184,7 @@ def fmt_cost(nll, name, part):
 
 
 def mechanism_table(sources):
-    """What each model's sink does (`sinklm analyze`: eval/sink_interventions.h), one row per model."""
+    """What each model's sink does (`sinklm analyze`: eval/sinks/sink_interventions.h), one row per model."""
     print("What the sink does (`sinklm analyze` on the held-out stream; per layer, mean over heads). Sink mass at "
           "trigger queries (where the synthetic copy head must act) and elsewhere; the sink's value norm ÷ the "
           "mean value norm of the text keys; and the NLL (nats per far target) added by each intervention on "

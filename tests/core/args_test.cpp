@@ -1,4 +1,4 @@
-#include "core/args.h"
+#include "core/config/args.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "core/atomic_dir.h"
+#include "core/files/atomic_dir.h"
 
 #include <gtest/gtest.h>
 

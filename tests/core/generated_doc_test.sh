@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A generated document is current: DOC (relative to the source tree) must equal what `sinklm ARGS...` prints
 # now; fail with the diff and the command that regenerates it.
-#   generated_doc_test.sh docs/configuration.md config --markdown   (the schema, core/config_schema.cpp)
-#   generated_doc_test.sh docs/cli.md help --markdown               (each flag's declaration, core/args.h)
+#   generated_doc_test.sh docs/configuration.md config --markdown   (the schema, core/config/config_schema.cpp)
+#   generated_doc_test.sh docs/cli.md help --markdown               (each flag's declaration, core/config/args.h)
 set -euo pipefail
 doc="$1"
 shift

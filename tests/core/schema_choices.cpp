@@ -1,5 +1,5 @@
 // test_core checks the whole schema, model.sink.mode's choices included. Those come from model/sink.cpp's
-// table (core/config.h: provide_choices), which registers them when its object is linked in: this reference
+// table (core/config/config.h: provide_choices), which registers them when its object is linked in: this reference
 // links it.
 #include "model/sink.h"
 

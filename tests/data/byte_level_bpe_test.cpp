@@ -1,12 +1,12 @@
-#include "data/tokenizers/byte_level_bpe.h"
+#include "data/tokenizers/bpe/byte_level_bpe.h"
 
 #include <gtest/gtest.h>
 
 #include <random>
 
 #include "core/error.h"
-#include "data/tokenizers/byte_level_alphabet.h"
-#include "data/tokenizers/gpt2_pretokenizer.h"
+#include "data/tokenizers/bpe/byte_level_alphabet.h"
+#include "data/tokenizers/bpe/gpt2_pretokenizer.h"
 
 namespace sinklm {
 namespace {

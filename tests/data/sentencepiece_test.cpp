@@ -5,7 +5,7 @@
 #include <fstream>
 #include <random>
 
-#include "core/atomic_dir.h"
+#include "core/files/atomic_dir.h"
 #include "core/error.h"
 #include "test_dir.h"
 

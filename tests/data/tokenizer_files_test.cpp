@@ -1,13 +1,13 @@
 // The tokenizer that travels with shards and checkpoints (data/tokenizers/tokenizer_files.h) and its copy in a
 // shard directory (data/shards/shard_directory.h: read_shard_tokenizer), checked against sha256 computed here
-// independently of the code under test (core/sha256.h on the bytes, not on the files).
+// independently of the code under test (core/files/sha256.h on the bytes, not on the files).
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "core/sha256.h"
+#include "core/files/sha256.h"
 #include "data/shards/shard_directory.h"
 #include "data/tokenizers/tokenizer_files.h"
 #include "test_dir.h"

@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "core/cpu_features.h"
-#include "decode/kv_pool.h"
+#include "core/system/cpu_features.h"
+#include "decode/cache/kv_pool.h"
 #include "../model/model_test_support.h"
 
 namespace sinklm {

@@ -4,7 +4,7 @@
 #include <deque>
 
 #include "../model/model_test_support.h"
-#include "decode/kv_cache_policy.h"
+#include "decode/cache/kv_cache_policy.h"
 
 namespace sinklm {
 namespace {

@@ -1,11 +1,11 @@
-// The official sets embedded in sinklm (eval/benchmark_data.h): every one loads and verifies, and damaged
+// The official sets embedded in sinklm (eval/zero_shot/tasks/benchmark_data.h): every one loads and verifies, and damaged
 // data is an error naming the file.
 #include <gtest/gtest.h>
 #include <zlib.h>
 
 #include "core/error.h"
-#include "eval/benchmark_blobs.h"
-#include "eval/benchmark_data.h"
+#include "eval/zero_shot/tasks/benchmark_blobs.h"
+#include "eval/zero_shot/tasks/benchmark_data.h"
 #include "tests/eval/eval_test_support.h"
 
 using namespace sinklm;

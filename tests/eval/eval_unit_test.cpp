@@ -7,11 +7,11 @@
 #include <fstream>
 
 #include "core/error.h"
-#include "eval/eval_report.h"
-#include "eval/heatmap.h"
-#include "eval/png_image.h"
-#include "eval/task_formats.h"
-#include "eval/task_metrics.h"
+#include "eval/zero_shot/eval_report.h"
+#include "eval/figures/heatmap.h"
+#include "eval/figures/png_image.h"
+#include "eval/zero_shot/tasks/task_formats.h"
+#include "eval/zero_shot/task_metrics.h"
 #include "tests/eval/eval_test_support.h"
 
 namespace fs = std::filesystem;

@@ -1,11 +1,11 @@
-// Head classification (eval/head_classification.h): the attention mass beyond sinks + window against the
+// Head classification (eval/sinks/head_classification.h): the attention mass beyond sinks + window against the
 // attention rows themselves, and the choice of the top heads. The recall loss is exercised where it can
 // matter, on a trained recall model (tests/train/science_recall_test.py: the heads it picks keep the facts).
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "eval/head_classification.h"
-#include "model/attention_probe.h"
+#include "eval/sinks/head_classification.h"
+#include "model/analysis/attention_probe.h"
 #include "tests/model/model_test_support.h"
 
 namespace sinklm {

@@ -1,9 +1,9 @@
-// The paired difference of two runs (eval/paired_comparison.h) against values computed by hand and with numpy.
+// The paired difference of two runs (eval/zero_shot/paired_comparison.h) against values computed by hand and with numpy.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "eval/paired_comparison.h"
+#include "eval/zero_shot/paired_comparison.h"
 
 using namespace sinklm;
 

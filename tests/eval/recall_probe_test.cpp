@@ -1,4 +1,4 @@
-// The recall probe (eval/recall_probe.h) against references: the full cache's figures are those of one
+// The recall probe (eval/sinks/recall_probe.h) against references: the full cache's figures are those of one
 // forward pass over the whole probe stream, a policy compared with itself agrees everywhere, and a fact
 // evicted from every head of a one-layer model leaves the query's prediction exactly as it would be
 // without it, whatever the weights (so a probe cannot find it).
@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-#include "eval/recall_probe.h"
+#include "eval/sinks/recall_probe.h"
 #include "tests/model/model_test_support.h"
 
 namespace sinklm {

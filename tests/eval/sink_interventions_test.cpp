@@ -1,4 +1,4 @@
-// The sink interventions of eval/sink_interventions.h against computations that reach the same numbers
+// The sink interventions of eval/sinks/sink_interventions.h against computations that reach the same numbers
 // another way: masking a model's first tokens is evicting them (rotary positions are relative); masking a column is the
 // same weights without the column (a vanilla model); substituting the sink token by itself changes nothing;
 // the class losses average back to the overall one.
@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-#include "eval/sink_interventions.h"
+#include "eval/sinks/sink_interventions.h"
 #include "model/sink.h"
 #include "tests/model/model_test_support.h"
 

@@ -1,9 +1,9 @@
-// What model/attention_mass.h reports (`sinklm analyze` and the training probe) against values computed by
+// What model/analysis/attention_mass.h reports (`sinklm analyze` and the training probe) against values computed by
 // hand from layer 0's own modules: the output gates of a gated model, the value norms, the query classes.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "model/attention_mass.h"
+#include "model/analysis/attention_mass.h"
 #include "model/sink.h"
 #include "tests/model/model_test_support.h"
 

@@ -1,6 +1,6 @@
 // The fast attention path (scaled_dot_product_attention) against the plain reference, for every sink
 // variant, in training shape (Tq == Tk) and KV-cache shape (Tq < Tk), forward and backward.
-#include "model/attention.h"
+#include "model/attention/attention.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>

@@ -1,6 +1,6 @@
 // Checkpoints: safetensors round trips in every float dtype, save -> load gives identical logits, and
 // every kind of damage is a clear error that names the file and the tensor.
-#include "model/checkpoint.h"
+#include "model/io/checkpoint.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "model/safetensors.h"
+#include "model/io/safetensors.h"
 #include "model_test_support.h"
 
 namespace fs = std::filesystem;

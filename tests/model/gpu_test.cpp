@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "model/attention.h"
+#include "model/attention/attention.h"
 #include "model/autocast_guard.h"
 #include "model/gpt_neox.h"
 #include "model_test_support.h"

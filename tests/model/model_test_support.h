@@ -6,7 +6,7 @@
 #include <limits>
 #include <string>
 
-#include "core/config.h"
+#include "core/config/config.h"
 #include "core/error.h"
 #include "model/gpt_neox.h"
 

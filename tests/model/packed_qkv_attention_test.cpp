@@ -1,14 +1,14 @@
 // The fused CPU attention kernel (rotary + causal attention + head merge, forward and backward) against the
-// split path it replaces: apply_rotary and model/attention.h's reference on q, k, v views of the same qkv.
+// split path it replaces: apply_rotary and model/attention/attention.h's reference on q, k, v views of the same qkv.
 #include "model/kernels/packed_qkv_attention.h"
 
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "core/cpu_features.h"
-#include "model/attention.h"
-#include "model/rotary.h"
+#include "core/system/cpu_features.h"
+#include "model/attention/attention.h"
+#include "model/attention/rotary.h"
 #include "tests/model/model_test_support.h"
 
 namespace sinklm {

@@ -10,7 +10,7 @@
 #include <iostream>
 #include <vector>
 
-#include "core/cpu_features.h"
+#include "core/system/cpu_features.h"
 #include "core/error.h"
 #include "model/kernels/few_row_matmul.h"
 #include "model_test_support.h"
@@ -53,7 +53,7 @@ torch::Tensor rounding_bound(const torch::Tensor& x, const torch::Tensor& w, con
   return few_row_matmul_reference(x.abs(), w.abs(), b.abs(), f) * (x.size(1) + 3) * std::ldexp(1.0, -24);
 }
 
-// Each element's int8 block scale ([rows, K]: its block's, model/weight_format.h).
+// Each element's int8 block scale ([rows, K]: its block's, model/io/weight_format.h).
 torch::Tensor per_element_scale(const torch::Tensor& t) {
   return quantize_int8(t).scale.to(torch::kFloat64).repeat_interleave(kInt8Block, 1).narrow(1, 0, t.size(1));
 }

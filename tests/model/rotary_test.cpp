@@ -1,5 +1,5 @@
 // Rotary position embedding: the matrix form decoding uses equals apply_rotary.
-#include "model/rotary.h"
+#include "model/attention/rotary.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>

@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-#include "model/attention.h"
+#include "model/attention/attention.h"
 #include "model/gpt_neox.h"
 #include "model/model_config.h"
 #include "model_test_support.h"
@@ -272,12 +272,19 @@ TEST(Softpick, LargeScoresStayFiniteAndNegativeRowsGiveNothing) {
   EXPECT_LT(softpick(scores).sum(-1).max().item<float>(), 1.0f + 1e-5f) << "rows sum to at most 1";
 }
 
-TEST(Softpick, ModelTrainsItsAttentionAndHasNoSinkColumn) {
+TEST(Softpick, ModelAttendsBySoftpickTrainsItAndHasNoSinkColumn) {
   GPTNeoXForCausalLM model(ModelConfig::from(tiny_config("softpick")));
   EXPECT_TRUE(model->sink_parameters().empty());
   auto ids = random_ids(2, 10, 60);
   auto logits = model->forward(ids);
   ASSERT_TRUE(torch::isfinite(logits).all().item<bool>());
+  {  // the same weights under softmax (a vanilla model) predict otherwise: the mode changes the attention
+    GPTNeoXForCausalLM vanilla(ModelConfig::from(tiny_config("none")));
+    torch::NoGradGuard no_grad;
+    const auto weights = model->named_parameters();
+    for (auto& p : vanilla->named_parameters()) p.value().copy_(weights[p.key()]);
+    EXPECT_GT((vanilla->forward(ids) - logits).abs().max().item<float>(), 1e-3f) << "softpick attends as softmax";
+  }
   torch::nn::functional::cross_entropy(logits.narrow(1, 0, 9).reshape({-1, 64}), ids.narrow(1, 1, 9).reshape(-1)).backward();
   auto grad = model->gpt_neox->layers->ptr<GPTNeoXLayerImpl>(0)->attention->query_key_value->weight.grad();
   ASSERT_TRUE(grad.defined());

@@ -11,7 +11,7 @@ By hand, from the repository root:
 (without SINKLM_BIN the binary is build/sinklm of the source tree, and the source tree is the one this file is in).
 
 A test calls check(ok, what, detail) for each thing it asserts and ends with finish(), which prints the count
-and exits 1 when any check failed, 0 otherwise. Exit code 77 means "skipped" to ctest (SKIP_RETURN_CODE):
+and exits 1 when any check failed or none was made, 0 otherwise. Exit code 77 means "skipped" to ctest (SKIP_RETURN_CODE):
 skip(reason) prints why and exits with it. A test that imports this module and ends any other way (a
 forgotten finish() or `if __name__ == "__main__"`, an early sys.exit) exits 1, saying so: it cannot pass by
 asserting nothing.
@@ -51,9 +51,12 @@ def failures():
 
 
 def finish():
-    """Prints `N passed, M failed` (the failed ones named) and exits 1 if any check failed, else 0."""
+    """Prints `N passed, M failed` (the failed ones named) and exits 1 if any check failed or none was made,
+    else 0: a test that checked nothing has shown nothing."""
     global _ended
     print(f"{len(_passed)} passed, {len(_failed)} failed", flush=True)
+    if not _passed and not _failed:
+        _failed.append("the test made no check (a test that checks nothing cannot pass)")
     for what in _failed[:30]:
         print(f"  failed: {what}")
     if len(_failed) > 30:

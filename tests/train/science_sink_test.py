@@ -119,7 +119,7 @@ def check_keeping(name, mass, ppl):
 def check_sequential_seeds(work, mode):
     """The eviction penalty over SEEDS seeds, by scripts/sink_sweep itself (the table docs/results.md quotes)."""
     sweep = f"{work}/sweep.json"
-    run([PYTHON, source_path("scripts", "report", "sink_sweep.py"), "--sinklm", BIN, "--grid", "sequential",
+    run([PYTHON, source_path("scripts", "sweep", "sink_sweep.py"), "--sinklm", BIN, "--grid", "sequential",
          "--variants", mode, "--seeds", str(SEEDS), "--out", f"{work}/sweep", "--json", sweep])
     runs = json.load(open(sweep))["runs"]
     penalties = [r["evict"] for r in runs]

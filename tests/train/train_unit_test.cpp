@@ -10,7 +10,7 @@
 #include "../model/model_test_support.h"
 #include "model/gpt_neox.h"
 #include "train/adamw.h"
-#include "train/flat_parameters.h"
+#include "train/distributed/flat_parameters.h"
 #include "train/linear_cross_entropy.h"
 #include "model/kernels/softmax_cross_entropy.h"
 #include "train/train_options.h"

@@ -1,0 +1,89 @@
+#include "cli/commands.h"
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <iostream>
+#include <set>
+
+#include "cli/inference_model.h"
+#include "core/config/args.h"
+#include "model/io/checkpoint.h"
+#include "model/analysis/model_summary.h"
+#include "model/io/safetensors.h"
+
+namespace fs = std::filesystem;
+
+namespace sinklm {
+namespace {
+
+Config config_from_path(const std::string& path, const std::vector<std::string>& overrides) {
+  Config config = fs::is_directory(path) ? load_checkpoint_config(path) : Config::load_file(path);
+  config.apply_overrides(overrides);
+  return config;
+}
+
+}  // namespace
+
+int run_info_command(const std::vector<std::string>& argv) {
+  std::vector<std::string> overrides;
+  bool json = false;
+  CacheFlags cache_flag_values;
+  Args args("info", "<config.yaml | checkpoint-dir> [--set KEY=VALUE ...] [--json] [--cache POLICY --window W ...]",
+            with_flags({set_flag(&overrides), flag(&json, "json", "print one JSON object instead of text")},
+                       {cache_flags(cache_flag_values)}),
+            argv);
+  if (args.print_help_if_requested()) return 0;
+  if (args.positionals().size() != 1) {
+    std::cout << args.usage();
+    return 2;
+  }
+  const std::string path = args.positionals()[0];
+  Config config = config_from_path(path, overrides);
+  ModelConfig model = ModelConfig::from(config);
+  nlohmann::json summary = model_summary_json(model);
+  summary["source"] = path;
+  if (fs::is_directory(path)) {
+    int64_t stored = 0;
+    std::set<std::string> dtypes;
+    SafetensorsFile weights(path + "/model.safetensors");
+    for (const auto& [name, entry] : weights.entries()) {
+      int64_t n = 1;
+      for (int64_t d : entry.shape) n *= d;
+      stored += n;
+      dtypes.insert(entry.dtype);
+    }
+    summary["checkpoint"] = {{"tensors", weights.entries().size()},
+                             {"stored_parameters", stored},
+                             {"dtypes", dtypes},
+                             {"verified", fs::exists(path + "/manifest.json")}};
+  }
+  // With cache flags: the K/V memory one stream of that cache holds once its budgets are full.
+  std::unique_ptr<KvCachePolicy> cache;
+  if (args.has("cache") || args.has("window")) {
+    cache = make_cache_policy(cache_options(cache_flag_values, model, trained_positions(config, path)), model, "--cache/--window/--sinks");
+    summary["kv_cache"] = kv_memory_json(*cache, model);
+    summary["kv_cache"].update({{"cache", cache->name()}, {"config", cache->label()}, {"kv_dtype", kv_dtype_name(cache->kv_dtype())}});
+  }
+  if (json) {
+    std::cout << summary.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "sinklm info " << path << "\n" << model_summary_text(model);
+  if (summary.contains("checkpoint")) {
+    const auto& ck = summary["checkpoint"];
+    std::cout << "  checkpoint    " << ck["tensors"] << " tensors, " << ck["stored_parameters"] << " values stored as "
+              << ck["dtypes"].dump() << "; "
+              << (ck["verified"] ? "manifest verified (size + sha256 of every file)" : "no manifest (Hugging Face export)")
+              << "\n";
+  }
+  if (cache) {
+    const auto& kv = summary["kv_cache"];
+    std::cout << "  kv cache      " << cache->name() << " " << cache->label() << " (" << kv["kv_dtype"].get<std::string>()
+              << "): " << kv["kv_bytes_per_stream"] << " bytes per stream; per layer " << kv["kv_bytes_per_layer"].dump() << "\n";
+  }
+  return 0;
+}
+
+}  // namespace sinklm

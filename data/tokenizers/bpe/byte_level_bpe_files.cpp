@@ -1,0 +1,187 @@
+#include "data/tokenizers/bpe/byte_level_bpe_files.h"
+
+#include <openssl/evp.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/error.h"
+#include "data/tokenizers/bpe/byte_level_alphabet.h"
+#include "data/io/read_file.h"
+
+namespace sinklm {
+namespace {
+
+using json = nlohmann::json;
+
+json parse_json(const std::string& path) {
+  try {
+    return json::parse(read_file(path));
+  } catch (const json::exception& e) {
+    fail(path, ": not valid JSON: ", e.what());
+  }
+}
+
+// token string (byte-level alphabet) -> id, as in vocab.json and tokenizer.json's model.vocab.
+// Entries that are added tokens (by id) may be plain text and are skipped here.
+void read_alphabet_vocab(const json& vocab, const std::string& where, const std::unordered_set<uint32_t>& added,
+                         ByteLevelBpeVocab& out, std::unordered_map<std::string, uint32_t>& id_of_string) {
+  if (!vocab.is_object()) fail(where, ": expected an object of token -> id");
+  for (const auto& [token, value] : vocab.items()) {
+    if (!value.is_number_unsigned()) fail(where, ": token '", token, "' has no non-negative integer id");
+    uint32_t id = value.get<uint32_t>();
+    id_of_string.emplace(token, id);
+    if (added.count(id)) continue;
+    std::optional<std::string> bytes = alphabet_to_bytes(token);
+    if (!bytes)
+      fail(where, ": token '", token, "' (id ", id, ") is not in GPT-2's byte-level alphabet; is this a "
+           "byte-level BPE vocabulary?");
+    out.tokens.emplace_back(std::move(*bytes), id);
+  }
+}
+
+void add_merge(const std::string& left, const std::string& right, const std::string& where, size_t rank,
+               const std::unordered_map<std::string, uint32_t>& id_of_string, ByteLevelBpeVocab& out) {
+  auto id = [&](const std::string& token) {
+    auto it = id_of_string.find(token);
+    if (it == id_of_string.end()) fail(where, ": merge ", rank, " ('", left, " ", right, "') uses unknown token '", token, "'");
+    return it->second;
+  };
+  out.merges.push_back(MergeRule{id(left), id(right), id(left + right), static_cast<uint32_t>(rank)});
+}
+
+}  // namespace
+
+ByteLevelBpeVocab read_hf_tokenizer_json(const std::string& path) {
+  json root = parse_json(path);
+  ByteLevelBpeVocab out;
+  out.source = path;
+  const json& model = root.value("model", json());
+  if (model.value("type", "") != "BPE")
+    fail(path, ": model.type is '", model.value("type", "missing"), "'; only BPE models are byte-level BPE");
+  for (const char* unsupported : {"continuing_subword_prefix", "end_of_word_suffix"})
+    if (model.contains(unsupported) && !model[unsupported].is_null() && model[unsupported] != "")
+      fail(path, ": model.", unsupported, " is set; byte-level BPE does not use it");
+  if (model.contains("dropout") && !model["dropout"].is_null())
+    fail(path, ": model.dropout is set; sinklm encodes deterministically (set it to null)");
+  out.whole_piece_first = model.value("ignore_merges", false);
+
+  json pre = root.value("pre_tokenizer", json());
+  if (pre.value("type", "") == "Sequence" && pre["pretokenizers"].size() == 1) pre = pre["pretokenizers"][0];
+  if (pre.value("type", "") != "ByteLevel" || !pre.value("use_regex", true))
+    fail(path, ": pre_tokenizer must be ByteLevel with use_regex (GPT-2's pattern), got ", pre.dump());
+  out.add_prefix_space = pre.value("add_prefix_space", false);
+
+  const json& normalizer = root.value("normalizer", json());
+  if (!normalizer.is_null()) {
+    if (normalizer.value("type", "") != "NFC")
+      fail(path, ": normalizer ", normalizer.dump(), " is not supported (null or NFC)");
+    out.nfc = true;
+  }
+
+  std::unordered_set<uint32_t> added_ids;
+  for (const json& t : root.value("added_tokens", json::array())) {
+    for (const char* flag : {"single_word", "lstrip", "rstrip"})
+      if (t.value(flag, false))
+        fail(path, ": added token '", t.value("content", ""), "' sets ", flag, ", which sinklm does not support");
+    AddedToken token{t.at("content").get<std::string>(), t.at("id").get<uint32_t>(), t.value("special", false)};
+    added_ids.insert(token.id);
+    out.added_tokens.push_back(std::move(token));
+  }
+
+  std::unordered_map<std::string, uint32_t> id_of_string;
+  read_alphabet_vocab(model.value("vocab", json()), path + " model.vocab", added_ids, out, id_of_string);
+  const json& merges = model.value("merges", json::array());
+  for (size_t rank = 0; rank < merges.size(); ++rank) {
+    const json& m = merges[rank];
+    std::string left, right;
+    if (m.is_string()) {
+      std::string line = m.get<std::string>();
+      size_t space = line.find(' ');
+      if (space == std::string::npos) fail(path, ": merge ", rank, " '", line, "' is not 'left right'");
+      left = line.substr(0, space);
+      right = line.substr(space + 1);
+    } else if (m.is_array() && m.size() == 2) {
+      left = m[0].get<std::string>();
+      right = m[1].get<std::string>();
+    } else {
+      fail(path, ": merge ", rank, " is neither 'left right' nor [left, right]");
+    }
+    add_merge(left, right, path, rank, id_of_string, out);
+  }
+  return out;
+}
+
+ByteLevelBpeVocab read_vocab_and_merges(const std::string& vocab_json_path, const std::string& merges_txt_path) {
+  ByteLevelBpeVocab out;
+  out.source = vocab_json_path;
+  json vocab = parse_json(vocab_json_path);
+  std::unordered_set<uint32_t> added_ids;
+  if (vocab.contains("<|endoftext|>")) {
+    uint32_t id = vocab["<|endoftext|>"].get<uint32_t>();
+    out.added_tokens.push_back(AddedToken{"<|endoftext|>", id, true});
+    added_ids.insert(id);
+  }
+  std::unordered_map<std::string, uint32_t> id_of_string;
+  read_alphabet_vocab(vocab, vocab_json_path, added_ids, out, id_of_string);
+  std::istringstream lines(read_file(merges_txt_path));
+  std::string line;
+  size_t rank = 0, line_number = 0;
+  while (std::getline(lines, line)) {
+    ++line_number;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line.rfind("#version", 0) == 0) continue;
+    size_t space = line.find(' ');
+    if (space == std::string::npos)
+      fail(merges_txt_path, ":", line_number, ": expected 'left right', got '", line, "'");
+    add_merge(line.substr(0, space), line.substr(space + 1), merges_txt_path, rank++, id_of_string, out);
+  }
+  return out;
+}
+
+ByteLevelBpeVocab read_tiktoken_ranks(const std::string& path) {
+  ByteLevelBpeVocab out;
+  out.source = path;
+  out.whole_piece_first = true;
+  std::unordered_map<std::string, uint32_t> id_of_bytes;
+  std::istringstream lines(read_file(path));
+  std::string line;
+  size_t line_number = 0;
+  uint32_t next_id = 0;
+  while (std::getline(lines, line)) {
+    ++line_number;
+    if (line.empty()) continue;
+    size_t space = line.find(' ');
+    std::string encoded = line.substr(0, space);
+    uint32_t rank = 0;
+    try {
+      if (space == std::string::npos) throw std::invalid_argument("no rank");
+      rank = static_cast<uint32_t>(std::stoul(line.substr(space + 1)));
+    } catch (const std::exception&) {
+      fail(path, ":", line_number, ": expected '<base64 token> <rank>'");
+    }
+    std::string bytes(encoded.size() / 4 * 3 + 3, '\0');
+    int decoded = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(bytes.data()),
+                                  reinterpret_cast<const unsigned char*>(encoded.data()), static_cast<int>(encoded.size()));
+    if (decoded < 0 || encoded.size() % 4 != 0) fail(path, ":", line_number, ": '", encoded, "' is not base64");
+    size_t padding = encoded.empty() ? 0 : (encoded.back() == '=') + (encoded.size() > 1 && encoded[encoded.size() - 2] == '=');
+    bytes.resize(static_cast<size_t>(decoded) - padding);
+    id_of_bytes.emplace(bytes, rank);
+    out.tokens.emplace_back(std::move(bytes), rank);
+    next_id = std::max(next_id, rank + 1);
+  }
+  // Every split of a token into two tokens is a merge whose priority is the token's rank.
+  for (const auto& [bytes, rank] : out.tokens)
+    for (size_t k = 1; k < bytes.size(); ++k) {
+      auto left = id_of_bytes.find(bytes.substr(0, k));
+      if (left == id_of_bytes.end()) continue;
+      auto right = id_of_bytes.find(bytes.substr(k));
+      if (right != id_of_bytes.end()) out.merges.push_back(MergeRule{left->second, right->second, rank, rank});
+    }
+  out.added_tokens.push_back(AddedToken{"<|endoftext|>", next_id, true});
+  return out;
+}
+
+}  // namespace sinklm

@@ -1,0 +1,320 @@
+// The fast path of decode/attention/stream_cache.h: keys rotated once, at the position whose distances stay right.
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+#include "model/attention/rotary.h"
+#include "model/io/weight_format.h"
+#include "model/sink.h"
+#include "model/kernels/cache_attention_kernel.h"
+#include "decode/cache/kv_storage.h"
+#include "decode/attention/stream_cache.h"
+
+namespace sinklm {
+namespace {
+
+// What every layer shares for one chunk: rotation tables and the visibility of each held key.
+struct ChunkPlan {
+  int64_t first = 0, count = 0;   // stream positions [first, first + count)
+  torch::Tensor cos, sin;         // [T, R] at the queries' stream positions (also the new keys')
+  torch::Tensor sink_cos, sink_sin;  // [T, R] at the positions the queries take against the sinks
+  torch::Tensor bias;             // [T, sinks_held + ring_capacity + T]: 0 where visible, -inf elsewhere
+  int64_t sinks_held = 0, ring_capacity = 0;
+  KvWrites writes;                // where the chunk's entries go (decode/cache/kv_storage.h)
+};
+
+class RelativeStreamCache : public StreamCache {
+ public:
+  RelativeStreamCache(std::shared_ptr<const KvCachePolicy> policy, PositionRule rule, const ModelConfig& model,
+                      torch::Device device)
+      : StreamCache(std::move(policy), rule),
+        rotary_(model.rotary_dims(), model.rotary_base),
+        head_dim_(model.head_dim()),
+        device_(device),
+        storage_(*policy_, model, policy_->kv_dtype(), device) {}
+
+  bool adopt_pool(KvPools& pools, int64_t tag) override {
+    if (!policy_->fills_budget()) return false;
+    storage_.adopt_pool(pools, tag);
+    return true;
+  }
+
+  std::pair<const KvPool*, int64_t> pool_page() const override { return {storage_.pool().get(), storage_.slot().page}; }
+
+  void restore(const CacheSnapshot& s) override {
+    const auto held = policy_->held_positions(s.stream_length);
+    stream_length_ = s.stream_length;
+    auto [cos, sin] = rotary_.cos_sin(torch::tensor(held, torch::kInt64).to(device_));  // [N, R]
+    for (int64_t l = 0; l < storage_.layers(); ++l)
+      storage_.place(l, held, apply_rotary(s.keys[l].to(device_), cos, sin).to(kv_dtype()), s.values[l].to(device_, kv_dtype()));
+  }
+
+  torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                       const SinkColumn& sink) override {
+    const int64_t T = q.size(1);
+    if (plan_.count != T || plan_.first != stream_length_) plan_ = make_plan(T);
+    const auto& p = plan_;
+    // The operands are rounded to the storage dtype (a no-op for float32) and multiplied in it, or in float32
+    // where LibTorch has no native bf16 product (bf16_product_dtype); the softmax and the sums run in float32.
+    const auto stored = kv_dtype(), dt = stored == torch::kFloat32 ? stored : bf16_product_dtype(device_);
+    const auto operand = [&](const torch::Tensor& t) { return t.to(stored).to(dt); };
+    auto q_recent = operand(apply_rotary(q, p.cos, p.sin));  // [H, T, D] at stream positions
+    auto k_new = operand(apply_rotary(k, p.cos, p.sin));     // [H, T, D]
+    auto v_new = operand(v);
+    auto q_sinks = rule_ == PositionRule::Cache ? operand(apply_rotary(q, p.sink_cos, p.sink_sin)) : q_recent;
+
+    auto sink_k = operand(storage_.keys(layer).narrow(1, 0, p.sinks_held));  // [H, sinks_held, D]
+    auto sink_v = operand(storage_.values(layer).narrow(1, 0, p.sinks_held));
+    auto ring_k = operand(storage_.ring_keys(layer)), ring_v = operand(storage_.ring_values(layer));  // [H, capacity, D]
+    // scores = bias + q · kᵀ / sqrt(D) over [sinks | ring | chunk], each product written into its columns of
+    // one buffer that starts as the mask (0 or -inf): no concatenation, no pass for the scale or the mask.
+    const int64_t capacity = ring_v.size(1);
+    auto scores = p.bias.expand({q.size(0), T, p.bias.size(1)})  // [H, T, sinks_held + capacity + T]
+                      .clone(torch::MemoryFormat::Contiguous);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
+    add_product(scores.narrow(-1, 0, p.sinks_held), q_sinks, sink_k.transpose(1, 2), scale);
+    add_product(scores.narrow(-1, p.sinks_held, capacity), q_recent, ring_k.transpose(1, 2), scale);
+    add_product(scores.narrow(-1, p.sinks_held + capacity, T), q_recent, k_new.transpose(1, 2), scale);
+    // A sink column's key meets the query where the literal reference puts it: at the sinks' position.
+    auto probs32 = softmax_with_sink(scores, sink, q_sinks);  // [H, T, sinks_held + capacity + T]
+    auto probs = probs32.to(dt);
+    // probs · [sink_v; ring_v; v] without concatenating the stored values (a copy of the whole cache).
+    auto out = torch::matmul(probs.narrow(-1, p.sinks_held + capacity, T), v_new).to(torch::kFloat32);  // [H, T, D]
+    if (auto from_sink = sink_value_output(probs32, sink); from_sink.defined()) out = out + from_sink;
+    if (p.sinks_held > 0) out = out + torch::matmul(probs.narrow(-1, 0, p.sinks_held), sink_v).to(torch::kFloat32);
+    if (capacity > 0) out = out + torch::matmul(probs.narrow(-1, p.sinks_held, capacity), ring_v).to(torch::kFloat32);
+    storage_.write(layer, p.writes, k_new.to(stored), v_new.to(stored));
+    return out;
+  }
+
+  // out [H, m, n] (float32, columns of a larger buffer) += alpha · a [H, m, k] · b [H, k, n], the product in
+  // a's dtype: float32 accumulates in place (baddbmm: no temporary, no extra pass), bf16 is widened first (the
+  // softmax runs in float32). For the scores (k = D, one block of the product) this gives exactly the values
+  // of out + alpha · (a · b).
+  static void add_product(torch::Tensor out, const torch::Tensor& a, const torch::Tensor& b, double alpha) {
+    if (out.numel() == 0 || a.size(-1) == 0) return;
+    if (a.scalar_type() == torch::kFloat32) torch::baddbmm_out(out, out, a, b, 1, alpha);
+    else out.add_(torch::matmul(a, b), alpha);
+  }
+
+  void advance(int64_t count) override {
+    SINKLM_ASSERT(batched_step_ ? count == 1 : plan_.count == count && plan_.first == stream_length_,
+                  "advance() must follow attend()");
+    stream_length_ += count;
+    plan_ = ChunkPlan{};
+    batched_step_ = false;
+  }
+
+  int64_t max_chunk(int64_t preferred) const override {
+    const int64_t S = policy_->sinks();
+    return stream_length_ < S ? std::min(preferred, S - stream_length_) : preferred;  // chunks never straddle S
+  }
+
+  int64_t entries() const override {
+    return storage_.sinks_held(stream_length_) + storage_.ring_count(stream_length_);
+  }
+  int64_t allocated_entries() const override { return storage_.allocated_entries(); }
+  int64_t kv_bytes() const override { return storage_.bytes(); }
+
+  CacheSnapshot snapshot() const override {
+    CacheSnapshot s;
+    s.stream_length = stream_length_;
+    const auto held = policy_->held_positions(stream_length_);
+    auto negative = torch::tensor(held, torch::kInt64).neg().to(device_);
+    auto [cos, sin] = rotary_.cos_sin(negative);  // undo each key's rotation
+    for (int64_t l = 0; l < storage_.layers(); ++l) {
+      auto [k, v] = storage_.gather(l, held);
+      s.keys.push_back(apply_rotary(k.to(torch::kFloat32), cos, sin).cpu());
+      s.values.push_back(v.to(torch::kFloat32).cpu());
+    }
+    return s;
+  }
+
+ private:
+  torch::ScalarType kv_dtype() const { return policy_->kv_dtype(); }
+
+  ChunkPlan make_plan(int64_t T) const {
+    const int64_t n = stream_length_, S = policy_->sinks(), R = policy_->recent_capacity();
+    SINKLM_ASSERT(T >= 1 && T <= max_chunk(T), "chunk of ", T, " at ", n, " straddles the sinks");
+    policy_->check_append(n, T);
+    ChunkPlan p;
+    p.first = n;
+    p.count = T;
+    p.sinks_held = storage_.sinks_held(n);
+    p.ring_capacity = storage_.ring_capacity();
+    const auto long_opts = torch::TensorOptions().dtype(torch::kInt64);
+    auto query_pos = torch::arange(n, n + T, long_opts);  // [T]
+    std::tie(p.cos, p.sin) = rotary_.cos_sin(query_pos.to(device_));
+    auto cache_pos = query_pos.clamp_max(policy_->budget() - 1);  // = cache_position(t)
+    std::tie(p.sink_cos, p.sink_sin) = rotary_.cos_sin(cache_pos.to(device_));
+
+    // Stream position of each key column: sinks, ring slots (-1 = empty), the chunk.
+    auto ring_pos = torch::full({p.ring_capacity}, -1, long_opts);
+    auto held_recent = torch::arange(n - storage_.ring_count(n), n, long_opts);
+    ring_pos.index_put_({storage_.ring_slots_of(held_recent)}, held_recent);
+    auto t = query_pos.unsqueeze(1);  // [T, 1]
+    auto ring_visible = ring_pos.ge(0).unsqueeze(0) & ring_pos.unsqueeze(0).gt(t - R);            // [T, cap]
+    auto chunk_pos = query_pos.unsqueeze(0);                                                       // [1, T]
+    auto chunk_visible = chunk_pos.le(t) & (chunk_pos.lt(S) | chunk_pos.gt(t - R));               // [T, T]
+    auto visible = torch::cat({torch::ones({T, p.sinks_held}, torch::kBool), ring_visible, chunk_visible}, 1);
+    p.bias = torch::zeros(visible.sizes(), torch::kFloat32)
+                 .masked_fill(visible.logical_not(), -std::numeric_limits<float>::infinity())
+                 .to(device_);
+
+    p.writes = storage_.plan_writes(n, T);
+    return p;
+  }
+
+  friend class RelativeDecodeBatch;
+  RotaryEmbedding rotary_;
+  int64_t head_dim_;
+  torch::Device device_;
+  // The sinks rotated at 0..S-1, then the ring rotated at stream positions, in the policy's kv_dtype.
+  KvStorage storage_;
+  ChunkPlan plan_;
+  bool batched_step_ = false;  // this step's attention ran in a RelativeDecodeBatch
+};
+
+// DecodeBatch over relative caches. It reads a run of rows of the slot layout, [m, H, S + capacity, D]:
+// consecutive slots of one pool page, or a lone cache's own storage (a run of one). The new key is stored
+// before attending: a decoding token at t sees the sinks 0..min(S, t+1)-1 and the ring, which after the store
+// holds exactly the R most recent positions up to t (the entry it overwrites, t - R, is one the query must not
+// see). Under the cache rule past W - 1 the query takes two positions: t against the ring, W - 1 against the
+// sinks (and against a sink column's key); both rotations come from one product, and the two score blocks
+// are softmaxed together. Every product
+// has one query row per stream and head; model/kernels/cache_attention_kernel.h runs them and the store.
+class RelativeDecodeBatch : public DecodeBatch {
+ public:
+  // Null unless the caches are relative and, when more than one, form a dense batch of one pool page.
+  static std::unique_ptr<DecodeBatch> build(const std::vector<StreamCache*>& caches) {
+    std::vector<RelativeStreamCache*> relative;
+    for (auto* cache : caches) {
+      auto* c = dynamic_cast<RelativeStreamCache*>(cache);
+      if (!c || (caches.size() > 1 && !c->storage_.pool())) return nullptr;
+      relative.push_back(c);
+    }
+    if (relative.empty()) return nullptr;
+    const auto* first = relative[0];
+    const auto& pool = first->storage_.pool();
+    const KvPool::Slot& slot = first->storage_.slot();
+    int64_t lo = slot.index, hi = slot.index;
+    for (const auto* c : relative) {
+      if (c->storage_.pool() != pool || c->storage_.slot().page != slot.page || c->rule_ != first->rule_) return nullptr;
+      lo = std::min(lo, c->storage_.slot().index);
+      hi = std::max(hi, c->storage_.slot().index);
+    }
+    const int64_t span = hi - lo + 1;
+    if (2 * static_cast<int64_t>(relative.size()) < span) return nullptr;  // mostly idle slots: per stream reads less
+    return std::make_unique<RelativeDecodeBatch>(std::move(relative), lo, span);
+  }
+
+  RelativeDecodeBatch(std::vector<RelativeStreamCache*> caches, int64_t first_slot, int64_t slots)
+      : caches_(std::move(caches)), first_slot_(first_slot), slots_(slots) {
+    auto* c0 = caches_[0];
+    const int64_t S = c0->policy_->sinks(), R = c0->policy_->recent_capacity(), D = c0->head_dim_;
+    auto& storage = c0->storage_;
+    if (!storage.pool())  // a lone cache's ring grows to hold this token before the layers store it
+      for (int64_t l = 0; l < storage.layers(); ++l)
+        storage.grow_ring(l, c0->stream_length_ < S ? 0 : std::min(R, c0->stream_length_ - S + 1));
+    const int64_t width = S + storage.ring_capacity();
+    const auto long_opts = torch::TensorOptions().dtype(torch::kInt64);
+    std::vector<int64_t> row, column, position, sink_limit(slots_, S > 0 ? 1 : 0),
+        ring_count(slots_, S > 0 ? 0 : 1);  // idle rows see one entry, so their (dropped) softmax is finite
+    int64_t latest = 0;
+    for (auto* c : caches_) {
+      const int64_t t = c->stream_length_, r = c->storage_.pool() ? c->storage_.slot().index - first_slot_ : 0;
+      dense_ = dense_ && r == static_cast<int64_t>(row.size());
+      row.push_back(r);
+      column.push_back(t < S ? t : S + (t - S) % R);
+      position.push_back(t);
+      sink_limit[r] = std::min(S, t + 1);
+      ring_count[r] = t < S ? 0 : std::min(R, t - S + 1);
+      latest = std::max(latest, t);
+      c->batched_step_ = true;
+    }
+    dense_ = dense_ && slots_ == static_cast<int64_t>(caches_.size());
+    const auto device = c0->device_;
+    rows_ = torch::tensor(row, long_opts).to(device);
+    columns_ = torch::tensor(column, long_opts).to(device);
+
+    // Rotations as [n, D, D] products; the queries' also carry the 1/sqrt(D) score scale.
+    auto t = torch::tensor(position, long_opts);  // [n]
+    auto [cos, sin] = c0->rotary_.cos_sin(t);
+    auto at_t = rotary_matrix(cos, sin, D);
+    key_rotation_ = at_t.to(device);
+    const int64_t W = S + R;
+    // Without sinks the second row still serves a sink column's key (softmax_with_sink in attend()).
+    queries_ = c0->rule_ == PositionRule::Cache && latest >= W - 1 ? 2 : 1;
+    torch::Tensor query = at_t;
+    if (queries_ == 2) {
+      std::tie(cos, sin) = c0->rotary_.cos_sin(t.clamp_max(W - 1));
+      query = torch::cat({at_t, rotary_matrix(cos, sin, D)}, -1);  // [n, D, 2D]: row 0 at t, row 1 at the sinks' position
+    }
+    query_rotation_ = (query / std::sqrt(static_cast<double>(D))).to(device);
+
+    // [m, 1, 1, S + capacity]: 0 where visible, -inf where hidden (entries not yet written, idle rows).
+    auto col = torch::arange(width, long_opts).unsqueeze(0);                                     // [1, width]
+    auto limit = torch::where(col < S, torch::tensor(sink_limit, long_opts).unsqueeze(1),        // [m, width]
+                              torch::tensor(ring_count, long_opts).unsqueeze(1) + S);
+    const auto hidden = col >= limit;  // [m, width]
+    if (hidden.any().item<bool>())    // in steady decoding every ring is full and every entry visible: no mask
+      bias_ = torch::zeros({slots_, width}, torch::kFloat32)
+                  .masked_fill(hidden, -std::numeric_limits<float>::infinity())
+                  .view({slots_, 1, 1, width})
+                  .to(device);
+  }
+
+  torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                       const SinkColumn& sink) override {
+    const auto* c0 = caches_[0];
+    torch::Tensor run_k, run_v;  // [m, H, S + capacity, D]
+    const auto& storage = c0->storage_;
+    if (const auto& pool = storage.pool()) {
+      run_k = pool->keys(storage.slot().page, layer).narrow(0, first_slot_, slots_);
+      run_v = pool->values(storage.slot().page, layer).narrow(0, first_slot_, slots_);
+    } else {
+      run_k = storage.keys(layer).unsqueeze(0);
+      run_v = storage.values(layer).unsqueeze(0);
+    }
+    const int64_t n = q.size(0), H = q.size(1), D = q.size(3), m = run_k.size(0);
+    store_cache_entries(run_k, run_v, rows_, columns_, torch::bmm(k.squeeze(2), key_rotation_), v.squeeze(2));
+    auto queries = torch::bmm(q.squeeze(2), query_rotation_).view({n, H, queries_, D});  // [n, H, r, D]
+    if (!dense_) queries = torch::zeros({m, H, queries_, D}, queries.options()).index_copy_(0, rows_, queries);
+    auto scores = cached_key_scores(queries, run_k, c0->policy_->sinks());  // [m, H, 1, width] float32
+    if (bias_.defined()) scores.add_(bias_);
+    // A sink column's key meets the query rotation of the sinks' position (the last row), unscaled.
+    const auto column_query =
+        sink.key.defined() ? queries.narrow(2, queries_ - 1, 1) * std::sqrt(static_cast<double>(D)) : torch::Tensor();
+    auto probs = softmax_with_sink(scores, sink, column_query);  // [m, H, 1, width]
+    auto out = cached_value_mix(probs, run_v);                  // [m, H, 1, D] float32
+    if (auto from_sink = sink_value_output(probs, sink); from_sink.defined()) out = out + from_sink;
+    return dense_ ? out : out.index_select(0, rows_);  // [n, H, 1, D]
+  }
+
+ private:
+  std::vector<RelativeStreamCache*> caches_;
+  int64_t first_slot_, slots_;       // the run of page slots [first_slot_, first_slot_ + slots_) attended
+  bool dense_ = true;                // cache i is row i of the run, and every row decodes
+  int64_t queries_ = 1;              // query rotations per token (r): 2 when sinks and ring take different positions
+  torch::Tensor rows_, columns_;     // [n]: row in the run, cache column the new entry takes
+  torch::Tensor key_rotation_;       // [n, D, D] at t
+  torch::Tensor query_rotation_;     // [n, D, r D], scaled
+  torch::Tensor bias_;               // [m, 1, 1, S + capacity], undefined when nothing is hidden
+};
+
+}  // namespace
+
+std::unique_ptr<DecodeBatch> make_relative_decode_batch(const std::vector<StreamCache*>& caches) {
+  return RelativeDecodeBatch::build(caches);
+}
+
+std::unique_ptr<StreamCache> make_relative_stream_cache(std::shared_ptr<const KvCachePolicy> policy,
+                                                        PositionRule rule, const ModelConfig& model,
+                                                        torch::Device device) {
+  return std::make_unique<RelativeStreamCache>(std::move(policy), rule, model, device);
+}
+
+}  // namespace sinklm

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""The cache flags mean the same in every command that takes them (label e2e).
+
+`stream`, `bench-decode`, `serve`, `info` and `analyze --classify-heads` declare --window, --sinks,
+--positions and --retrieval-window once (cli/inference_model.h: cache_flags) and resolve them in one place
+(decode/cache/cache_options.h: resolve_cache_options), so on a tiny sink-token checkpoint each command:
+  - refuses `--window 0` and `--retrieval-window 0` with the same message, naming the value;
+  - refuses a retrieval window for a cache other than heads;
+  - takes `--window -1` (the default) as the trained length, and says so in what it prints.
+"""
+import json
+import os
+
+from sinklm_test import check, config, finish, run_sinklm, temp_dir
+
+TRAINED = 256  # train.seq_len of configs/tiny.yaml
+
+
+def main():
+    with temp_dir() as work:
+        ckpt = os.path.join(work, "ckpt")
+        run_sinklm("init", "--config", config("tiny-sink.yaml"), "--out", ckpt,
+                   "--set", "model.vocab_size=264", "--set", "model.tokenizer_vocab_size=256")
+        text = os.path.join(work, "text.txt")
+        with open(text, "w") as f:
+            f.write("the cache flags mean the same in every command. " * 20)
+        heads = os.path.join(work, "heads.json")
+        commands = {
+            "stream": ["stream", "--checkpoint", ckpt, "--text", text, "--threads", 1],
+            "bench-decode": ["bench-decode", "--checkpoint", ckpt, "--decode", 2, "--warmup", 0, "--threads", 1],
+            "serve": ["serve", "--checkpoint", ckpt, "--port", 0, "--session-dir", os.path.join(work, "sessions"),
+                      "--threads", 1],
+            "info": ["info", ckpt],
+            "analyze": ["analyze", "--checkpoint", ckpt, "--text", text, "--classify-heads", heads, "--tokens", 64,
+                        "--threads", 1],
+        }
+        for name, base in commands.items():
+            cache_heads = [] if name == "analyze" else ["--cache", "heads"]
+            cases = [
+                (["--window", 0], "the window (cache size) must be at least 1 (or -1: the model's trained length), got 0"),
+                (cache_heads + ["--window", 32, "--retrieval-window", 0],
+                 "the retrieval window (0) must be larger than the window (32), or -1 for 4 W"),
+            ]
+            if name != "analyze":  # analyze classifies heads: its cache is always the heads cache
+                cases.append((["--window", 32, "--retrieval-window", 64], "apply to the heads cache only, not sink_window"))
+            for flags, message in cases:
+                p = run_sinklm(*base, *flags, expect=None, timeout=120)
+                check(p.returncode != 0 and message in p.stderr, f"{name} {' '.join(map(str, flags))}: refused, \"{message}\"",
+                      p.stderr.strip()[-300:])
+        # --window -1 (and no --window) is the trained length, for every command that reports its cache.
+        info = json.loads(run_sinklm("info", ckpt, "--window", -1, "--json").stdout)
+        check(info["kv_cache"]["config"] == f"1+{TRAINED - 1}", "info --window -1: the trained length", info["kv_cache"])
+        stream = json.loads(run_sinklm(*commands["stream"], "--max-tokens", 200).stdout)
+        check(stream["window"] == TRAINED, "stream without --window: the trained length", stream["window"])
+        bench = json.loads(run_sinklm(*commands["bench-decode"]).stdout)
+        check(bench["cache_size"] == TRAINED, "bench-decode without --window: the trained length", bench["cache_size"])
+        run_sinklm(*commands["analyze"], "--window", 32, "--retrieval-heads", 2)
+        with open(heads) as f:
+            calibration = json.load(f)["calibration"]
+        check((calibration["window"], calibration["retrieval_window"], calibration["sinks"]) == (32, 128, 1),
+              "analyze --window 32: R = 4 W and the model's one sink, as in every command",
+              {k: calibration[k] for k in ("window", "retrieval_window", "sinks")})
+    finish()
+
+
+if __name__ == "__main__":
+    main()
