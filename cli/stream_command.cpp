@@ -118,7 +118,10 @@ int run_recall(const StreamFlags& f, CachedDecoder& decoder, const InferenceMode
   options.chunk = f.perplexity.chunk;
   std::vector<RecallPolicy> policies;
   std::stringstream names(f.recall_policies);
-  for (std::string item; std::getline(names, item, ',');) policies.push_back(recall_policy(item, cache, model));
+  // Each policy of the list resolves --sinks afresh (the full cache keeps none, sink_window the model's).
+  CacheOptions each = cache;
+  each.sinks = f.cache.sinks;
+  for (std::string item; std::getline(names, item, ',');) policies.push_back(recall_policy(item, each, model));
   const std::vector<RecallCurve> curves = run_recall_probe(decoder, source, window, policies, options);
   nlohmann::json result = recall_probe_json(curves, source, window, options);
   result["checkpoint"] = checkpoint;

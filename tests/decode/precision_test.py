@@ -18,7 +18,7 @@ import struct
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "server"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "serve"))
 import serve_support  # noqa: E402
 from sinklm_test import check, config, finish, run_sinklm, source_path, temp_dir  # noqa: E402
 

@@ -52,5 +52,45 @@ TEST(HeadClassification, TopScoringHeadsAreTheLargestAndTiesGoToTheEarlierHead) 
   EXPECT_EQ(top_scoring_heads(scores, 0).retrieval_heads(), 0);
 }
 
+// classify_heads (what `analyze --classify-heads` runs): by attention mass without a recall source, the K
+// heads of most mass; its file names the score and the calibration; flags that do not fit are refused by name.
+TEST(HeadClassification, ClassifyHeadsKeepsTheHeadsOfMostMassAndNamesWhatDoesNotFit) {
+  auto model = random_model("none");
+  CachedDecoder decoder(model);
+  const int64_t T = 40;
+  std::vector<std::vector<int64_t>> segments;
+  for (uint64_t s = 0; s < 2; ++s) {
+    auto ids = testing_support::random_ids(1, T, 60, 30 + s)[0];
+    segments.emplace_back(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + T);
+  }
+  HeadClassificationOptions options;
+  options.cache.policy = "heads";
+  options.cache.window = 12;
+  options.cache.sinks = 2;
+  options.cache.retrieval_window = 48;
+  options.retrieval_heads = 3;
+  const HeadClassification result = classify_heads(decoder, segments, nullptr, options);
+  EXPECT_EQ(result.score, "attention-mass");
+  EXPECT_EQ(result.roles.retrieval, top_scoring_heads(mass_beyond_window(model, segments, 2, 12), 3).retrieval);
+  EXPECT_EQ(result.roles.retrieval_heads(), 3);
+  const auto file = head_classification_json(result);
+  EXPECT_EQ(file["score"], "attention-mass");
+  EXPECT_EQ(file["calibration"]["retrieval_window"], 48);
+  EXPECT_FALSE(file["scores"].contains("recall_loss"));
+
+  auto refused = [&](HeadClassificationOptions o) {
+    return testing_support::user_error_of([&] { classify_heads(decoder, segments, nullptr, o); });
+  };
+  HeadClassificationOptions o = options;
+  o.score = "recall-loss";
+  EXPECT_NE(refused(o).find("--score recall-loss needs a recall source"), std::string::npos);
+  o = options;
+  o.retrieval_heads = 1000;
+  EXPECT_NE(refused(o).find("--retrieval-heads 1000"), std::string::npos);
+  o = options;
+  o.cache.window = 40;
+  EXPECT_NE(refused(o).find("--tokens 40"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace sinklm

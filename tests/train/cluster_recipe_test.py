@@ -26,7 +26,7 @@ import gpt2_reference as ref
 import sinklm_test
 from sinklm_test import BIN, check, finish, skip, source_path, temp_dir
 
-sys.path.insert(0, source_path("tests", "server"))
+sys.path.insert(0, source_path("tests", "serve"))
 from serve_support import http_request, start_server  # noqa: E402
 
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
