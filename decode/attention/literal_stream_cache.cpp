@@ -13,14 +13,13 @@
 namespace sinklm {
 namespace {
 
-class LiteralStreamCache : public StreamCache {
+class LiteralStreamCache : public StoredStreamCache {
  public:
   LiteralStreamCache(std::shared_ptr<const KvCachePolicy> policy, PositionRule rule, const ModelConfig& model,
                      torch::Device device)
-      : StreamCache(std::move(policy), rule),
+      : StoredStreamCache(std::move(policy), rule, model, torch::kFloat32, device),  // keys un-rotated
         rotary_(model.rotary_dims(), model.rotary_base),
-        device_(device),
-        storage_(*policy_, model, torch::kFloat32, device) {}
+        device_(device) {}
 
   void restore(const CacheSnapshot& s) override {
     stream_length_ = s.stream_length;
@@ -54,26 +53,10 @@ class LiteralStreamCache : public StreamCache {
 
   void advance(int64_t count) override { stream_length_ += count; }
   int64_t max_chunk(int64_t preferred) const override { return preferred; }
-  int64_t entries() const override { return policy_->entries_after(stream_length_); }
-  int64_t allocated_entries() const override { return storage_.allocated_entries(); }
-  int64_t kv_bytes() const override { return storage_.bytes(); }
-
-  CacheSnapshot snapshot() const override {
-    CacheSnapshot s;
-    s.stream_length = stream_length_;
-    const auto held = policy_->held_positions(stream_length_);
-    for (int64_t l = 0; l < storage_.layers(); ++l) {
-      auto [k, v] = storage_.gather(l, held);
-      s.keys.push_back(k.cpu());
-      s.values.push_back(v.cpu());
-    }
-    return s;
-  }
 
  private:
   RotaryEmbedding rotary_;
   torch::Device device_;
-  KvStorage storage_;  // float32, keys un-rotated
 };
 
 }  // namespace

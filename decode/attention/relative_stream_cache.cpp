@@ -26,15 +26,15 @@ struct ChunkPlan {
   KvWrites writes;                // where the chunk's entries go (decode/cache/kv_storage.h)
 };
 
-class RelativeStreamCache : public StreamCache {
+class RelativeStreamCache : public StoredStreamCache {
  public:
   RelativeStreamCache(std::shared_ptr<const KvCachePolicy> policy, PositionRule rule, const ModelConfig& model,
                       torch::Device device)
-      : StreamCache(std::move(policy), rule),
+      // The sinks rotated at 0..S-1, then the ring rotated at stream positions, in the policy's kv_dtype.
+      : StoredStreamCache(policy, rule, model, policy->kv_dtype(), device),
         rotary_(model.rotary_dims(), model.rotary_base),
         head_dim_(model.head_dim()),
-        device_(device),
-        storage_(*policy_, model, policy_->kv_dtype(), device) {}
+        device_(device) {}
 
   bool adopt_pool(KvPools& pools, int64_t tag) override {
     if (!policy_->fills_budget()) return false;
@@ -113,24 +113,10 @@ class RelativeStreamCache : public StreamCache {
     return stream_length_ < S ? std::min(preferred, S - stream_length_) : preferred;  // chunks never straddle S
   }
 
-  int64_t entries() const override {
-    return storage_.sinks_held(stream_length_) + storage_.ring_count(stream_length_);
-  }
-  int64_t allocated_entries() const override { return storage_.allocated_entries(); }
-  int64_t kv_bytes() const override { return storage_.bytes(); }
-
-  CacheSnapshot snapshot() const override {
-    CacheSnapshot s;
-    s.stream_length = stream_length_;
-    const auto held = policy_->held_positions(stream_length_);
-    auto negative = torch::tensor(held, torch::kInt64).neg().to(device_);
-    auto [cos, sin] = rotary_.cos_sin(negative);  // undo each key's rotation
-    for (int64_t l = 0; l < storage_.layers(); ++l) {
-      auto [k, v] = storage_.gather(l, held);
-      s.keys.push_back(apply_rotary(k.to(torch::kFloat32), cos, sin).cpu());
-      s.values.push_back(v.to(torch::kFloat32).cpu());
-    }
-    return s;
+ protected:
+  torch::Tensor keys_before_rotary(const torch::Tensor& keys, const std::vector<int64_t>& held) const override {
+    auto [cos, sin] = rotary_.cos_sin(torch::tensor(held, torch::kInt64).neg().to(device_));  // undo each rotation
+    return apply_rotary(keys.to(torch::kFloat32), cos, sin);
   }
 
  private:
@@ -172,8 +158,6 @@ class RelativeStreamCache : public StreamCache {
   RotaryEmbedding rotary_;
   int64_t head_dim_;
   torch::Device device_;
-  // The sinks rotated at 0..S-1, then the ring rotated at stream positions, in the policy's kv_dtype.
-  KvStorage storage_;
   ChunkPlan plan_;
   bool batched_step_ = false;  // this step's attention ran in a RelativeDecodeBatch
 };

@@ -69,6 +69,37 @@ class StreamCache {
   int64_t stream_length_ = 0;
 };
 
+// A stream cache over one KvStorage (decode/cache/kv_storage.h): what every such cache shares, its counts,
+// bytes and snapshots in cache order; the cache itself is its attention (decode/attention/*.cpp).
+class StoredStreamCache : public StreamCache {
+ public:
+  int64_t entries() const override { return policy_->entries_after(stream_length_); }
+  int64_t allocated_entries() const override { return storage_.allocated_entries(); }
+  int64_t kv_bytes() const override { return storage_.bytes(); }
+  CacheSnapshot snapshot() const override {
+    CacheSnapshot s;
+    s.stream_length = stream_length_;
+    const auto held = policy_->held_positions(stream_length_);
+    for (int64_t l = 0; l < storage_.layers(); ++l) {
+      auto [k, v] = storage_.gather(l, held);  // [H, N, D] as stored
+      s.keys.push_back(keys_before_rotary(k, held).to(torch::kFloat32).cpu());
+      s.values.push_back(v.to(torch::kFloat32).cpu());
+    }
+    return s;
+  }
+
+ protected:
+  StoredStreamCache(std::shared_ptr<const KvCachePolicy> policy, PositionRule rule, const ModelConfig& model,
+                    torch::ScalarType dtype, torch::Device device)
+      : StreamCache(std::move(policy), rule), storage_(*policy_, model, dtype, device) {}
+  // A layer's stored keys [H, N, D] at stream positions `held`, as they were before rotary (identity for a
+  // cache that stores them so).
+  virtual torch::Tensor keys_before_rotary(const torch::Tensor& keys, const std::vector<int64_t>& held) const {
+    return keys;
+  }
+  KvStorage storage_;
+};
+
 // The implementations (decode/attention/relative_stream_cache.cpp, decode/attention/literal_stream_cache.cpp), and for a head-aware
 // policy one cache of either kind per layer and head group (decode/attention/head_grouped_stream_cache.cpp): each head
 // group's attention is exactly that of its group's policy.
