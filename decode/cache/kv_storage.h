@@ -1,5 +1,5 @@
 // The K/V memory of one stream, for every layer: where each held entry lives, how many bytes it takes, how it
-// is read back in cache order and put back from a snapshot. The stream caches (decode/cache/stream_cache.h)
+// is read back in cache order and put back from a snapshot. The stream caches (decode/attention/stream_cache.h)
 // attend over it; what they store (keys rotated or not) is theirs to say, where it goes is this file's.
 //
 // Layout per layer, the same as a slot of a shared pool (decode/cache/kv_pool.h), keys stored transposed
