@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "cli/commands.h"
 #include "cli/inference_model.h"
+#include "train/stop_signal.h"
 #include "train/trainer.h"
 
 namespace sinklm {
@@ -21,12 +22,15 @@ int run_train_command(const std::vector<std::string>& argv) {
             argv);
   if (args.print_help_if_requested()) {
     if (!args.markdown_requested())
-      std::cout << "\nmulti-process: mpirun -np N sinklm train ... (srun under Slurm; see scripts/slurm_train.sbatch)\n";
+      std::cout << "\nmulti-process: mpirun -np N sinklm train ... (srun under Slurm; see scripts/slurm_train.sbatch)\n"
+                   "SIGTERM or SIGUSR1 on any rank: checkpoint at the next step, exit 75; --resume continues\n";
     return 0;
   }
   Config config = Config::load_file(args.require("config"));
   config.apply_overrides(overrides);
   DistributedContext context("train");
+  // From here a SIGTERM or SIGUSR1 is a request to checkpoint and stop, never a death (train/stop_signal.h).
+  install_stop_signal_handlers();
   try {
     Trainer trainer(config, args.require("out"), resume, context);
     TrainSummary summary = trainer.run();
@@ -35,8 +39,10 @@ int run_train_command(const std::vector<std::string>& argv) {
                             {"checkpoint", summary.last_checkpoint}, {"ranks", context.world_size()}};
       if (!std::isnan(summary.validation.all)) out["val_loss"] = summary.validation.all;
       if (!std::isnan(summary.validation.matched)) out["val_loss_matched"] = summary.validation.matched;
+      if (!summary.stopped_by.empty()) out["stopped_by"] = summary.stopped_by;
       std::cout << out.dump() << "\n";
     }
+    if (!summary.stopped_by.empty()) return kPreemptedExitCode;
   } catch (const std::exception& e) {
     // One rank failing alone must not leave the others waiting in a collective.
     if (context.world_size() > 1) context.abort_job(str("rank ", context.rank(), ": ", e.what()));

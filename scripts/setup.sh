@@ -14,9 +14,10 @@ APT_PACKAGES=(build-essential cmake ninja-build ccache pkg-config python3-venv
 # data: ICU (NFC for tokenizer.json), zlib (gzip/dictzip corpus sources and .jsonl.gz inputs), libzstd (.jsonl.zst
 # inputs; the zstd CLI makes them in tests and scripts/bench/bench_prepare), readline (bible-kjv's `bible` program).
 APT_PACKAGES+=(libicu-dev zlib1g-dev libzstd-dev zstd libreadline8)
+# train: tensorboard is the reader of the trainer's event files (tests/train).
 # eval: lm-eval (with accelerate, which its HF backend imports) is the reference of tests/eval; its [api]
-# extra (tenacity, aiohttp) runs its local-completions model against `sinklm serve` (tests/server).
-PIP_PACKAGES=("torch==${TORCH_VERSION}" numpy transformers tokenizers safetensors tiktoken matplotlib openai "lm-eval[api]" accelerate)
+# extra (tenacity, aiohttp) runs its local-completions model against `sinklm serve` (tests/serve).
+PIP_PACKAGES=("torch==${TORCH_VERSION}" numpy transformers tokenizers safetensors tiktoken matplotlib openai "lm-eval[api]" accelerate tensorboard)
 # data: GPT-2's tiktoken rank file (whisper/assets/gpt2.tiktoken) ships in openai-whisper; its own deps are unneeded.
 PIP_NO_DEPS_PACKAGES=(openai-whisper)
 

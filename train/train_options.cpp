@@ -39,12 +39,14 @@ TrainOptions TrainOptions::from(const Config& c, int world_size) {
   o.eval_every = c.get_int("train.eval_every");
   o.checkpoint_every = c.get_int("train.checkpoint_every");
   o.keep_checkpoints = c.get_int("train.keep_checkpoints");
+  o.checkpoint_minutes = c.get_float("train.checkpoint_minutes");
   o.log_every = c.get_int("train.log_every");
   o.threads = static_cast<int>(c.get_int("train.threads"));
   o.skip_nonfinite = c.get_string("train.nan_policy") == "skip";
   o.collective_timeout_s = static_cast<double>(c.get_int("train.collective_timeout_s"));
   o.peak_tflops = c.get_float("train.peak_tflops");
   o.profile_steps = c.get_int("train.profile_steps");
+  o.tensorboard = c.get_bool("train.tensorboard");
   o.validation_batches = c.get_int("data.validation_batches");
   o.shards = c.get_string("data.shards");
   if (o.shards.empty()) fail(where, ": data.shards is not set; point it at a directory from `sinklm prepare shards`");
@@ -55,6 +57,8 @@ TrainOptions TrainOptions::from(const Config& c, int world_size) {
   o.fault_action = action == "kill"                 ? FaultAction::Kill
                    : action == "kill_in_checkpoint" ? FaultAction::KillInCheckpoint
                    : action == "hang"               ? FaultAction::Hang
+                   : action == "sigusr1"            ? FaultAction::Sigusr1
+                   : action == "sigterm"            ? FaultAction::Sigterm
                                                     : FaultAction::Nan;
   return o;
 }

@@ -8,7 +8,7 @@
 
 namespace sinklm {
 
-enum class FaultAction { Kill, KillInCheckpoint, Hang, Nan };
+enum class FaultAction { Kill, KillInCheckpoint, Hang, Nan, Sigusr1, Sigterm };
 
 struct TrainOptions {
   int64_t steps = 0;
@@ -29,11 +29,13 @@ struct TrainOptions {
   std::string communicator;  // auto | mpi | nccl
   int64_t bucket_bytes = 0;
   int64_t eval_every = 0, checkpoint_every = 0, keep_checkpoints = 0, log_every = 0;
+  double checkpoint_minutes = 0;  // also checkpoint when this much wall time passed since the last (0 = off)
   int threads = 0;
   bool skip_nonfinite = false;
   double collective_timeout_s = 0;
   double peak_tflops = 0;
   int64_t profile_steps = 0;
+  bool tensorboard = false;  // <run>/tensorboard/ event files beside metrics.jsonl
   int64_t validation_batches = 0;
   std::string shards;
   uint64_t data_seed = 0;

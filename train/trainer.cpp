@@ -1,5 +1,6 @@
 #include "train/trainer.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -20,6 +21,8 @@
 #include "train/linear_cross_entropy.h"
 #include "train/monitor/memory_report.h"
 #include "train/monitor/sink_probe.h"
+#include "train/monitor/tensorboard_events.h"
+#include "train/stop_signal.h"
 #include "train/training_checkpoint.h"
 
 namespace fs = std::filesystem;
@@ -145,6 +148,7 @@ void Trainer::open_run_directory() {
   metrics_.open(run_dir_ + "/metrics.jsonl", std::ios::trunc);
   for (const auto& line : kept) metrics_ << line << "\n";
   metrics_.flush();
+  if (options_.tensorboard) tensorboard_ = std::make_unique<TensorBoardEvents>(run_dir_ + "/tensorboard", first_step_);
 }
 
 void Trainer::restore(const std::string& checkpoint_dir) {
@@ -191,8 +195,7 @@ torch::Tensor Trainer::micro_batch_loss(const torch::Tensor& rows) {
 }
 
 Trainer::StepResult Trainer::train_step(int64_t step) {
-  faults_.maybe_fail(step + 1, FaultAction::Kill);
-  faults_.maybe_fail(step + 1, FaultAction::Hang);
+  faults_.at_step_start(step + 1);
   profile_->begin_step(step);
   std::vector<uint32_t> batch = loader_->next_batch();
   auto ids = batch_tensor(batch);  // [accumulation * micro_batch, seq_len]
@@ -216,12 +219,17 @@ Trainer::StepResult Trainer::train_step(int64_t step) {
     loss_sum = std::nan("");
     flat_->grads().fill_(std::nan(""));
   }
-  std::vector<double> loss = {loss_sum};
-  communicator_->allreduce_sum_host(loss, "loss");
+  // The step's one host collective also carries what each rank knows of a stop: a signal it received, a
+  // wall-time checkpoint it finds due. Every rank then takes the same decision at the same step.
+  std::vector<double> sums = {loss_sum};
+  const StopVotes votes = stop_votes();
+  sums.insert(sums.end(), votes.begin(), votes.end());
+  communicator_->allreduce_sum_host(sums, "loss");
   profile_->lap(StepPhase::HostSync);
   StepResult r;
   r.grad_norm = reduction_->global_norm();
-  r.loss = loss[0] / global_targets;
+  r.loss = sums[0] / global_targets;
+  r.stop = agreed_stop({sums[1], sums[2], sums[3]});
   r.lr = learning_rate_at(step, options_.steps, options_.warmup_steps, options_.lr, options_.min_lr_ratio);
   torch::NoGradGuard no_grad;
   if (!std::isfinite(r.loss) || !std::isfinite(r.grad_norm)) {
@@ -236,6 +244,23 @@ Trainer::StepResult Trainer::train_step(int64_t step) {
   }
   profile_->lap(StepPhase::Optimizer);
   return r;
+}
+
+// This rank's vote on stopping: [SIGTERM received, SIGUSR1 received, train.checkpoint_minutes elapsed].
+Trainer::StopVotes Trainer::stop_votes() const {
+  const int signal = received_stop_signal();
+  const double minutes = std::chrono::duration<double>(std::chrono::steady_clock::now() - last_checkpoint_time_).count() / 60;
+  return {signal == SIGTERM ? 1.0 : 0.0, signal == SIGUSR1 ? 1.0 : 0.0,
+          options_.checkpoint_minutes > 0 && minutes >= options_.checkpoint_minutes ? 1.0 : 0.0};
+}
+
+// The votes summed over ranks: a signal on any rank stops every rank (SIGTERM named first when both came).
+Trainer::Stop Trainer::agreed_stop(const StopVotes& summed) {
+  Stop stop;
+  if (summed[0] > 0) stop.signal = SIGTERM;
+  else if (summed[1] > 0) stop.signal = SIGUSR1;
+  stop.checkpoint_due = summed[2] > 0;
+  return stop;
 }
 
 // This rank's share of a global batch as [rows, seq_len] int64 on the training device.
@@ -289,7 +314,7 @@ void Trainer::save_checkpoint(int64_t steps_done) {
   if (communicator_->is_root()) writer = std::make_unique<CheckpointWriter>(dir, staging_suffix);
   communicator_->barrier("checkpoint staging");
   reduction_->write_optimizer_state(dir + staging_suffix);
-  faults_.maybe_fail(steps_done, FaultAction::KillInCheckpoint);
+  faults_.in_checkpoint(steps_done);
   communicator_->barrier("checkpoint files");
   if (communicator_->is_root()) {
     writer->add_model(config_, model_);
@@ -315,6 +340,7 @@ void Trainer::log(const nlohmann::json& record) {
   if (!communicator_->is_root()) return;
   metrics_ << record.dump() << "\n";
   metrics_.flush();
+  if (tensorboard_) tensorboard_->add_scalars(record);
 }
 
 void Trainer::report_profile() {
@@ -341,12 +367,29 @@ void Trainer::report_progress(int64_t done, const StepResult& r, TrainSummary& s
   std::cerr << (tty ? "\r" : "") << line << (tty ? "   " : "\n") << std::flush;
 }
 
+// A stop signal that arrived while the run was starting (loading, opening shards) ends it before its first
+// step: there is nothing new to save and the newest checkpoint stays the place to resume from.
+bool Trainer::stopped_during_start_up(TrainSummary& summary) {
+  const StopVotes own = stop_votes();
+  std::vector<double> summed = {own[0], own[1], 0.0};
+  communicator_->allreduce_sum_host(summed, "start-up stop signals");
+  const int signal = agreed_stop({summed[0], summed[1], summed[2]}).signal;
+  if (signal == 0) return false;
+  summary.stopped_by = stop_signal_name(signal);
+  if (communicator_->is_root())
+    std::cerr << "sinklm train: " << summary.stopped_by << " during start-up, before step " << first_step_ + 1
+              << "; nothing new to save, exiting with " << kPreemptedExitCode << " (resume with --resume)\n";
+  return true;
+}
+
 TrainSummary Trainer::run() {
   TrainSummary summary;
   summary.steps = first_step_;
   summary.validation = {};
   const bool tty = ::isatty(STDERR_FILENO);
   auto run_start = std::chrono::steady_clock::now();
+  last_checkpoint_time_ = run_start;
+  if (stopped_during_start_up(summary)) return summary;
   if (sink_probe_ && first_step_ == 0) log(sink_probe_->measure(model_, 0));
   std::optional<KernelTrace> trace;
   if (options_.trace_steps > 0 && communicator_->is_root())
@@ -375,9 +418,23 @@ TrainSummary Trainer::run() {
                     << " (matched context: " << summary.validation.matched << ")\n";
       }
     }
-    if ((options_.checkpoint_every > 0 && done % options_.checkpoint_every == 0) || last) {
+    if ((options_.checkpoint_every > 0 && done % options_.checkpoint_every == 0) || last || r.stop.signal ||
+        r.stop.checkpoint_due) {
+      if (!last && (r.stop.signal || r.stop.checkpoint_due) && communicator_->is_root())
+        std::cerr << (tty ? "\n" : "") << "sinklm train: step " << done << ": checkpoint "
+                  << (r.stop.signal ? std::string("on ") + stop_signal_name(r.stop.signal)
+                                    : "by wall time (train.checkpoint_minutes)") << "\n";
       save_checkpoint(done);
+      last_checkpoint_time_ = std::chrono::steady_clock::now();
       summary.last_checkpoint = checkpoint_dir_for_step(run_dir_, done);
+    }
+    if (r.stop.signal && !last) {
+      summary.stopped_by = stop_signal_name(r.stop.signal);
+      if (communicator_->is_root())
+        std::cerr << "sinklm train: stopped by " << summary.stopped_by << " after step " << done << " of "
+                  << options_.steps << ", " << summary.last_checkpoint << " is durable; exiting with "
+                  << kPreemptedExitCode << " (resume with --resume)\n";
+      break;
     }
   }
   if (communicator_->is_root() && tty) std::cerr << "\n";

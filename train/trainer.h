@@ -7,6 +7,8 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <array>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <memory>
@@ -28,6 +30,7 @@
 namespace sinklm {
 
 class SinkProbe;
+class TensorBoardEvents;
 
 // Mean next-token NLL over the validation batches. `matched` leaves out the one target per sample whose text
 // context is not 1 .. seq_len-2 tokens (Trainer::unmatched_target_column), so a sink token model and its
@@ -43,6 +46,9 @@ struct TrainSummary {
   ValidationLoss validation;
   double tokens_per_second = 0;
   std::string last_checkpoint;
+  // "SIGTERM" or "SIGUSR1" when a stop signal ended the run before its last step (train/stop_signal.h): the
+  // newest checkpoint holds every step done; the command exits with kPreemptedExitCode.
+  std::string stopped_by;
 };
 
 class Trainer {
@@ -53,12 +59,22 @@ class Trainer {
   TrainSummary run();
 
  private:
+  // What the ranks agreed at a step boundary: stop on a signal (0 = none), or checkpoint by wall time.
+  struct Stop {
+    int signal = 0;
+    bool checkpoint_due = false;
+  };
+  using StopVotes = std::array<double, 3>;  // SIGTERM seen, SIGUSR1 seen, wall-time checkpoint due
   struct StepResult {
     double loss = 0, grad_norm = 0, lr = 0;
     bool skipped = false;
+    Stop stop;
   };
+  StopVotes stop_votes() const;
+  static Stop agreed_stop(const StopVotes& summed);
+  bool stopped_during_start_up(TrainSummary& summary);  // collective
   void open_loaders(const DistributedContext& context);
-  void open_run_directory();  // rank 0: config.yaml, metrics.jsonl (cut back to the resumed step)
+  void open_run_directory();  // rank 0: config.yaml, metrics.jsonl (cut back to the resumed step), tensorboard/
   void restore(const std::string& checkpoint_dir);
   StepResult train_step(int64_t step);
   torch::Tensor batch_tensor(std::vector<uint32_t>& batch) const;
@@ -71,7 +87,7 @@ class Trainer {
   void save_checkpoint(int64_t steps_done);
   void report_progress(int64_t done, const StepResult& r, TrainSummary& summary);
   void report_profile();  // collective: <run>/profile.json and the table (rank 0)
-  void log(const nlohmann::json& record);  // one metrics.jsonl line (rank 0)
+  void log(const nlohmann::json& record);  // one metrics.jsonl line and its TensorBoard scalars (rank 0)
 
   Config config_;
   std::string run_dir_;
@@ -92,8 +108,10 @@ class Trainer {
   std::unique_ptr<TokenLoader> loader_, validation_loader_;
   LoaderCursor validation_start_;
   int64_t first_step_ = 0;
+  std::chrono::steady_clock::time_point last_checkpoint_time_;  // train.checkpoint_minutes counts from here
   int64_t targets_per_sample_ = 0;
   std::ofstream metrics_;
+  std::unique_ptr<TensorBoardEvents> tensorboard_;  // rank 0, train.tensorboard: what metrics_ gets, as scalars
 };
 
 }  // namespace sinklm

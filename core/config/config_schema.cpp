@@ -89,10 +89,15 @@ std::vector<KeySpec> build_schema() {
       integer("train.bucket_mb", 25, 1, 1 << 16, "gradient all-reduce bucket size (MiB)"),
       integer("train.eval_every", 100, 0, 1e12, "validation loss every N steps (0 = only at the end)"),
       integer("train.checkpoint_every", 500, 0, 1e12, "checkpoint every N steps (0 = only at the end)"),
+      number("train.checkpoint_minutes", "0", 0, 1e9,
+             "also checkpoint when this many minutes of wall time passed since the last checkpoint (0 = off); "
+             "SIGTERM or SIGUSR1 checkpoint at the next step and exit 75"),
       integer("train.keep_checkpoints", 3, 1, 1 << 20, "keep the newest K complete checkpoints"),
       integer("train.sink_probe_every", 0, 0, 1e12,
               "attention-sink probe every N steps on fixed validation sequences, to metrics.jsonl (0 = off)"),
       integer("train.log_every", 1, 1, 1e12, "progress line and metrics.jsonl record every N steps"),
+      boolean("train.tensorboard", true,
+              "write every metrics.jsonl number as TensorBoard scalars to <run>/tensorboard/ (tensorboard --logdir)"),
       integer("train.threads", 0, 0, 1024, "CPU intra-op threads per rank (0 = cores / ranks on this node)"),
       choice("train.nan_policy", {"stop", "skip"}, "non-finite loss or gradient: stop, or skip the update"),
       integer("train.collective_timeout_s", 300, 1, 1e7, "a collective waiting longer aborts the job"),
@@ -102,8 +107,9 @@ std::vector<KeySpec> build_schema() {
       // train.fault: testing aids that make real failures happen on purpose (tests/train)
       integer("train.fault.step", -1, -1, 1e12, "inject train.fault.action at this step (-1 = never)"),
       integer("train.fault.rank", 0, 0, 1 << 20, "the rank the fault happens on"),
-      choice("train.fault.action", {"kill", "kill_in_checkpoint", "hang", "nan"},
-             "SIGKILL at the step's start / halfway through its checkpoint, hang forever, or a NaN loss"),
+      choice("train.fault.action", {"kill", "kill_in_checkpoint", "hang", "nan", "sigusr1", "sigterm"},
+             "SIGKILL at the step's start / halfway through its checkpoint, hang forever, a NaN loss, SIGUSR1 at the "
+             "step's start, or SIGTERM at the step's start and again halfway through the checkpoint it causes"),
   };
 }
 

@@ -7,6 +7,8 @@ docs/training.md "Pretraining Pythia-160M on your corpus" step by step, at the t
     manifest;
   - scripts/slurm_train.sbatch run outside Slurm (mpirun, 2 ranks, the tiny sink preset), then run again with
     more steps as a requeued job is: it resumes from its newest checkpoint;
+  - the script sent USR1 mid-run, as `--signal=B:USR1@300` sends it: the ranks checkpoint and exit 75, the
+    script requeues (outside Slurm: runs itself again), and the run ends bit-identical to an uninterrupted one;
   - the checkpoint carries the tokenizer; `eval`, `stream` and `serve` use it with no --tokenizer flag (a
     served completion is text in that tokenizer, and the window past the trained length is warned about);
   - the same checkpoint with its tokenizer taken out is refused with an error naming --tokenizer, and
@@ -18,7 +20,9 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
+import time
 
 import sys
 
@@ -63,6 +67,38 @@ def recipe(run_dir, shards, steps, vocab, *extra, expect=0):
     env = dict(ENV, RANKS="2", THREADS="1", CONFIG=source_path("configs", "tiny-sink.yaml"), SHARDS=shards,
                RUN_DIR=run_dir, SINKLM=BIN)
     return run(["bash", SCRIPT] + [a for s in settings for a in ("--set", s)], expect=expect, env=env)
+
+
+def preempted_recipe(run_dir, shards, steps, vocab, *extra):
+    """The recipe sent USR1 once its run has logged step 2, as Slurm's --signal=B:USR1@300 sends it to the
+    batch script; (exit status, output) once it ended, requeue included."""
+    settings = [f"model.tokenizer_vocab_size={vocab}", f"train.steps={steps}", *TINY, *extra]
+    env = dict(ENV, RANKS="2", THREADS="1", CONFIG=source_path("configs", "tiny-sink.yaml"), SHARDS=shards,
+               RUN_DIR=run_dir, SINKLM=BIN)
+    proc = subprocess.Popen(["bash", SCRIPT] + [a for s in settings for a in ("--set", s)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    metrics, deadline = os.path.join(run_dir, "metrics.jsonl"), time.time() + 300
+    while proc.poll() is None and time.time() < deadline and logged_steps(metrics) < 2:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGUSR1)
+    out, _ = proc.communicate(timeout=600)
+    return proc.returncode, out
+
+
+def logged_steps(metrics):
+    steps = [0]
+    if os.path.exists(metrics):
+        for line in open(metrics):
+            try:
+                steps.append(json.loads(line).get("step", 0))
+            except json.JSONDecodeError:  # a line being written
+                pass
+    return max(steps)
+
+
+def checkpoint_digest(run_dir, step):
+    with open(os.path.join(run_dir, "checkpoints", f"step_{step:08d}", "model.safetensors"), "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
 
 
 def without_tokenizer(checkpoint, copy):
@@ -112,6 +148,17 @@ def main():
         output = again.stdout + again.stderr
         check("resum" in output.lower() and os.path.isdir(os.path.join(run_dir, "checkpoints", "step_00000004")),
               "run again as a requeued job: it resumes and trains on to step 4", output[-400:])
+        steps, sparse = 40, "train.checkpoint_every=1000"
+        recipe(os.path.join(work, "runs", "whole"), shards, steps, vocab, sparse)
+        rc, output = preempted_recipe(os.path.join(work, "runs", "preempted"), shards, steps, vocab, sparse)
+        stopped = [line for line in output.splitlines() if "stopped by SIGUSR1 after step" in line]
+        check(rc == 0 and stopped and "running again (a requeue)" in output and "resumed from" in output,
+              "USR1 to the script mid-run: the ranks checkpoint and exit 75, the script requeues, the run resumes",
+              f"exit {rc}: {stopped} {output[-600:]}")
+        same = checkpoint_digest(os.path.join(work, "runs", "whole"), steps) == \
+            checkpoint_digest(os.path.join(work, "runs", "preempted"), steps)
+        check(same, "preempted, requeued and finished == uninterrupted, bit for bit (final weights)")
+
         checkpoint = sorted(glob.glob(os.path.join(run_dir, "checkpoints", "step_*")))[-1]
         with open(os.path.join(checkpoint, "tokenizer.json"), "rb") as f:
             check(hashlib.sha256(f.read()).hexdigest() == digest,

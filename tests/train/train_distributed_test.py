@@ -9,12 +9,18 @@ vocabulary and token shards, all made by `sinklm prepare`. Then, on a tiny sink-
     final weights to the uninterrupted run (1 process, and 2 ranks with ZeRO-1);
   - a killed rank ends the job with a message naming it; a hung rank ends it within the collective
     timeout; a NaN loss stops with the step named and the last checkpoint intact, or is skipped;
-  - a run checkpointed by 1 process resumes on 2 ranks.
+  - a run checkpointed by 1 process resumes on 2 ranks;
+  - SIGUSR1 or SIGTERM on one rank of 2: every rank checkpoints that step and the job exits 75; a second
+    SIGTERM during that checkpoint changes nothing; resumed, bit-identical to the uninterrupted run; a signal
+    during start-up exits 75 having written nothing; train.checkpoint_minutes checkpoints by wall time;
+  - TensorBoard's own reader finds every number metrics.jsonl holds, at its step, after a kill and a resume.
 """
 import hashlib
 import json
 import os
 import shutil
+import signal
+import subprocess
 import time
 
 import numpy as np
@@ -96,6 +102,72 @@ def identical_runs(name, a, b):
     check(same_weights and same_losses, name, f"weights identical: {same_weights}, losses identical: {same_losses}")
 
 
+def tensorboard_scalars(run_dir):
+    """{(tag, step): value} as TensorBoard's own reader loads <run>/tensorboard (orphaned steps purged)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    events = EventAccumulator(f"{run_dir}/tensorboard", size_guidance={"scalars": 0})
+    events.Reload()
+    return {(tag, e.step): e.value for tag in events.Tags()["scalars"] for e in events.Scalars(tag)}
+
+
+def metrics_scalars(run_dir):
+    """{(key, step): float32 value} of every number in metrics.jsonl (a list as key/layer_<i>)."""
+    out = {}
+    for line in open(f"{run_dir}/metrics.jsonl"):
+        record = json.loads(line)
+        for key, value in record.items():
+            values = {key: value} if not isinstance(value, list) else {f"{key}/layer_{i}": v for i, v in enumerate(value)}
+            for tag, v in values.items():
+                if key != "step" and isinstance(v, (int, float)) and not isinstance(v, bool):
+                    out[(tag, record["step"])] = float(np.float32(v))
+    return out
+
+
+def started_with_signal_pending(cmd, sig):
+    """Runs cmd with `sig` sent before it can have installed a handler (blocked across the exec, so pending)."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {sig})
+    try:
+        proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc.send_signal(sig)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+    out, _ = proc.communicate(timeout=300)
+    return proc.returncode, out
+
+
+def stop_signals(r, shards):
+    """SIGUSR1 / SIGTERM on one rank, a second SIGTERM during the save, start-up, wall-time checkpoints."""
+    rc, out, _ = run(MPIRUN + train_command(r("usr1"), shards, "train.fault.step=3", "train.fault.rank=1",
+                                            "train.fault.action=sigusr1"))
+    done = sorted(os.listdir(r("usr1") + "/checkpoints"))
+    check(rc == 75 and "stopped by SIGUSR1 after step 3" in out and done == ["step_00000002", "step_00000003"],
+          "SIGUSR1 on rank 1 of 2: both ranks checkpoint step 3 and the job exits 75", f"exit {rc}, {done}: {out[-300:]}")
+    rc, out, _ = run(MPIRUN + train_command(r("usr1"), shards) + ["--resume"])
+    check(rc == 0 and "step_00000003" in out, "resume after SIGUSR1 completes from step 3", out[-300:])
+    identical_runs("SIGUSR1 + resume == uninterrupted (2 ranks), bit for bit", r("usr1"), r("two"))
+
+    rc, out, _ = run(MPIRUN + train_command(r("term"), shards, "train.zero=1", "train.fault.step=5",
+                                            "train.fault.rank=0", "train.fault.action=sigterm"))
+    intact = run([BIN, "info", r("term") + "/checkpoints/step_00000005"])[0] == 0
+    check(rc == 75 and "a second SIGTERM" in out and "stopped by SIGTERM after step 5" in out and intact,
+          "SIGTERM on rank 0 of 2, again during the save: step 5's checkpoint is whole and the job exits 75",
+          f"exit {rc}, checkpoint verifies: {intact}: {out[-300:]}")
+    rc, out, _ = run(MPIRUN + train_command(r("term"), shards, "train.zero=1") + ["--resume"])
+    check(rc == 0 and "step_00000005" in out, "resume after SIGTERM completes from step 5", out[-300:])
+    identical_runs("SIGTERM + resume == uninterrupted (2 ranks, ZeRO-1), bit for bit", r("term"), r("zero"))
+
+    rc, out = started_with_signal_pending(train_command(r("early"), shards), signal.SIGTERM)
+    written = os.listdir(r("early") + "/checkpoints") if os.path.isdir(r("early") + "/checkpoints") else []
+    check(rc == 75 and "SIGTERM during start-up" in out and not written,
+          "a SIGTERM during start-up exits 75 having written no checkpoint", f"exit {rc}, {written}: {out[-300:]}")
+
+    rc, out, _ = run(train_command(r("clock"), shards, "train.checkpoint_every=0", "train.checkpoint_minutes=1e-9"))
+    timed = out.count("by wall time (train.checkpoint_minutes)")
+    check(rc == 0 and timed == 5 and sorted(os.listdir(r("clock") + "/checkpoints"))[0] == "step_00000004",
+          "train.checkpoint_minutes checkpoints by wall time (steps 1-5; the newest 3 kept)", f"exit {rc}, {timed}")
+    identical_runs("checkpoints by wall time leave the run bit-identical", r("clock"), r("one"))
+
+
 def main():
     with temp_dir("sinklm-dist-") as work:
         shards = prepare_data(work)
@@ -123,6 +195,10 @@ def main():
         rc, out, _ = run(train_command(r("killed"), shards) + ["--resume"])
         check(rc == 0 and "step_00000002" in out, "resume after SIGKILL completes from step 2", out[-300:])
         identical_runs("kill + resume == uninterrupted, bit for bit", r("killed"), r("one"))
+        board, logged = tensorboard_scalars(r("killed")), metrics_scalars(r("killed"))
+        check(board == logged and ("loss", 3) in board,
+              "TensorBoard's reader gets every metrics.jsonl number at its step, after a kill and a resume",
+              f"{len(board)} scalars read, {len(logged)} logged; differing: {sorted(set(board.items()) ^ set(logged.items()))[:6]}")
 
         rc, out, _ = run(train_command(r("mid"), shards, "train.fault.step=4", "train.fault.action=kill_in_checkpoint"))
         partial = os.path.isdir(r("mid") + "/checkpoints/step_00000004.partial")
@@ -151,6 +227,8 @@ def main():
                                        "train.nan_policy=skip"))
         skipped = [json.loads(l)["step"] for l in open(r("nanskip") + "/metrics.jsonl") if '"skipped":true' in l]
         check(rc == 0 and skipped == [3], "train.nan_policy=skip skips the NaN step", f"exit {rc}, skipped {skipped}")
+
+        stop_signals(r, shards)
 
         shutil.copytree(r("one"), r("grow"))
         for step in (4, 6):
