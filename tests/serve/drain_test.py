@@ -93,13 +93,14 @@ def sixteen_streams_end_at_a_logged_token(checkpoint, sessions):
     last token or with a server_stopped error event, the server exits 0, and after a restart each session's log
     holds exactly the tokens that reached its client (prompt and sink first): a stream is stopped on a token
     boundary and sent every token generated before it, though its response lags the model (each write
-    waits for its log's fsync)."""
+    waits for its log's fsync). The streams ask for logprobs, whose entries name every token sent: counting
+    text chunks would miss the bytes of a character held until its UTF-8 sequence is whole."""
     proc, base = start_server(checkpoint, "--session-dir", sessions, "--drain-seconds", "1")
     port = int(base.rsplit(":", 1)[1])
     streams = []
     for _ in range(16):
         _, _, body = http_request(port, "POST", "/v1/sessions")
-        stream = StreamedCompletion(port, dict(LONG, session=json.loads(body)["id"]))
+        stream = StreamedCompletion(port, dict(LONG, session=json.loads(body)["id"], logprobs=0))
         stream.start()
         streams.append(stream)
     for stream in streams:
@@ -126,12 +127,11 @@ def sixteen_streams_end_at_a_logged_token(checkpoint, sessions):
         for stream in streams:
             status, _, body = http_request(port, "GET", f"/v1/sessions/{stream.body['session']}")
             logged = json.loads(body)["tokens"] if status == 200 else None
-            received = sum(1 for e in stream.events if e != b"[DONE]" and json.loads(e).get("choices"))
-            # A byte model: one id per prompt byte, after its sink token, and one chunk per generated token,
-            # except that the bytes of a character whose UTF-8 sequence was incomplete (up to 3) wait for the
-            # rest (the server sends text only once it is whole, or at the end): counting chunks may miss those.
-            unsent = None if logged is None else logged - (len(LONG["prompt"].encode()) + 1) - received
-            if received == 0 or unsent is None or not 0 <= unsent <= 3:
+            chunks = [json.loads(e) for e in stream.events if e != b"[DONE]"]
+            received = sum(len((c["choices"][0].get("logprobs") or {}).get("tokens", []))
+                           for c in chunks if c.get("choices"))
+            # A byte model: one id per prompt byte after its sink token, then every generated token.
+            if received == 0 or logged != len(LONG["prompt"].encode()) + 1 + received:
                 mismatched.append((logged, received))
         check(not mismatched, "every session's log holds exactly the tokens its client received",
               f"(logged, received): {mismatched[:4]}")
