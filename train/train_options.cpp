@@ -47,6 +47,7 @@ TrainOptions TrainOptions::from(const Config& c, int world_size) {
   o.peak_tflops = c.get_float("train.peak_tflops");
   o.profile_steps = c.get_int("train.profile_steps");
   o.tensorboard = c.get_bool("train.tensorboard");
+  o.init_from = c.get_string("train.init_from");
   o.validation_batches = c.get_int("data.validation_batches");
   o.shards = c.get_string("data.shards");
   if (o.shards.empty()) fail(where, ": data.shards is not set; point it at a directory from `sinklm prepare shards`");

@@ -36,6 +36,7 @@ struct TrainOptions {
   double peak_tflops = 0;
   int64_t profile_steps = 0;
   bool tensorboard = false;  // <run>/tensorboard/ event files beside metrics.jsonl
+  std::string init_from;     // a checkpoint whose weights a fresh run starts from (model/io/init_from_checkpoint.h)
   int64_t validation_batches = 0;
   std::string shards;
   uint64_t data_seed = 0;

@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "model/autocast_guard.h"
 #include "model/io/checkpoint.h"
+#include "model/io/init_from_checkpoint.h"
 #include "model/analysis/kernel_trace.h"
 #include "train/linear_cross_entropy.h"
 #include "train/monitor/memory_report.h"
@@ -82,6 +83,9 @@ Trainer::Trainer(Config config, std::string run_dir, bool resume, const Distribu
   if (checkpoint) {
     check_same_model(config_, load_checkpoint_config(*checkpoint), *checkpoint);
     load_model_tensors(*checkpoint, model_);
+  } else if (!options_.init_from.empty()) {
+    init_from_note_ = "initialised from " + options_.init_from + ": " +
+                      describe(init_from_checkpoint(options_.init_from, config_, model_));
   }
   model_->to(device_);
   model_->set_activation_checkpointing(options_.activation_checkpointing);
@@ -106,6 +110,7 @@ Trainer::Trainer(Config config, std::string run_dir, bool resume, const Distribu
               << " x " << options_.seq_len << " tokens per step (" << options_.accumulation << " micro-steps of "
               << options_.micro_batch << " per rank), " << (reduction_->sharded() ? "ZeRO-1 sharded" : "replicated")
               << " optimizer" << (checkpoint ? ", resumed from " + *checkpoint : std::string()) << "\n";
+    if (!init_from_note_.empty()) std::cerr << "sinklm train: " << init_from_note_ << "\n";
     if (bf16_ && device_.is_cpu())
       std::cerr << "sinklm train: bf16 on the CPU: projections and the LM head in bf16 with fp32 accumulation; "
                    "attention in the fused fp32 kernel on a widened q/k/v (ATen where the sink mode has no fused path)\n";

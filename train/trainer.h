@@ -91,6 +91,7 @@ class Trainer {
 
   Config config_;
   std::string run_dir_;
+  std::string init_from_note_;  // what train.init_from copied, for the start-up line
   std::vector<std::string> tokenizer_files_;  // copied into every checkpoint (run_tokenizer_files)
   TrainOptions options_;
   ModelConfig model_config_;

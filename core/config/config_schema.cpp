@@ -92,6 +92,9 @@ std::vector<KeySpec> build_schema() {
       number("train.checkpoint_minutes", "0", 0, 1e9,
              "also checkpoint when this many minutes of wall time passed since the last checkpoint (0 = off); "
              "SIGTERM or SIGUSR1 checkpoint at the next step and exit 75"),
+      text("train.init_from", "",
+           "start a fresh run from this checkpoint's weights (sinklm or Hugging Face GPT-NeoX, same architecture; "
+           "a vanilla one into any sink mode) with a new optimizer and schedule; a resumed run ignores it"),
       integer("train.keep_checkpoints", 3, 1, 1 << 20, "keep the newest K complete checkpoints"),
       integer("train.sink_probe_every", 0, 0, 1e12,
               "attention-sink probe every N steps on fixed validation sequences, to metrics.jsonl (0 = off)"),

@@ -41,15 +41,16 @@ def shard_tokens(path):
     return np.frombuffer(raw, dtype=np.uint16 if width == 2 else np.uint32, count=count, offset=64).astype(np.int64)
 
 
-def validation_by_hand(work, run, sinks, samples, seq_len):
-    """(every target, matched context) mean NLL of the first `samples` validation windows from forward's logits."""
+def validation_by_hand(work, checkpoint, sinks, samples, seq_len, prefix=()):
+    """(every target, matched context) mean NLL of the first `samples` validation windows from forward's logits.
+    `sinks` positions lead each window: the model's own sink tokens (forward adds them) or `prefix`'s ids."""
     tokens = shard_tokens(f"{work}/shards/validation-000000-0000.bin")
     text = seq_len - sinks
     every, matched = [], []
     for s in range(samples):
         window = tokens[s * text:(s + 1) * text]
-        run_sinklm("forward", "--checkpoint", f"{run}/checkpoints/step_00000002", "--ids",
-                   " ".join(map(str, window)), "--out", f"{work}/logits.safetensors")
+        run_sinklm("forward", "--checkpoint", checkpoint, "--ids",
+                   " ".join(map(str, list(prefix) + list(window))), "--out", f"{work}/logits.safetensors")
         logits = load_file(f"{work}/logits.safetensors")["logits"].astype(np.float64)  # [seq_len, V]
         logp = logits - logits.max(1, keepdims=True)
         logp -= np.log(np.exp(logp).sum(1, keepdims=True))
@@ -84,11 +85,82 @@ def check_validation(work):
                         f"train.micro_batch={samples}")
         check(rc == 0, f"validation run ({mode})", log[-500:] if rc else "")
         record = [json.loads(l) for l in open(f"{work}/validation-{mode}/metrics.jsonl") if "val_loss" in l][-1]
-        every, matched = validation_by_hand(work, f"{work}/validation-{mode}", sinks, samples, seq_len)
+        every, matched = validation_by_hand(work, f"{work}/validation-{mode}/checkpoints/step_00000002", sinks,
+                                            samples, seq_len)
         check(abs(record["val_loss"] - every) < 1e-4 and abs(record["val_loss_matched"] - matched) < 1e-4,
               f"validation losses of the {mode} model = forward's NLL by hand (every target, matched context)",
               f"trainer {record['val_loss']:.6f} / {record['val_loss_matched']:.6f}, "
               f"by hand {every:.6f} / {matched:.6f}")
+
+
+def last_checkpoint(run_dir):
+    return os.path.join(run_dir, "checkpoints", sorted(os.listdir(f"{run_dir}/checkpoints"))[-1])
+
+
+def check_init_from_vanilla(work):
+    """A sink token model from a vanilla checkpoint: at lr 0 its validation loss is the vanilla model's on
+    [eos] + window (eos is id 0 in the synthetic config); with the usual learning rate it trains."""
+    seq_len, samples = 64, 4
+    rc, log = train(work, "vanilla", "model.sink.mode=none", "train.steps=4")
+    check(rc == 0, "vanilla run to start from", log[-500:] if rc else "")
+    vanilla = last_checkpoint(f"{work}/vanilla")
+    rc, log = train(work, "from-vanilla", "model.sink.mode=token", f"train.init_from={vanilla}", "train.lr=0",
+                    "train.steps=1", "train.eval_every=1", "data.validation_batches=1",
+                    f"train.global_batch_tokens={seq_len * samples}", f"train.micro_batch={samples}")
+    check(rc == 0 and "sink token 256 starts as the end-of-text row" in log,
+          "train.init_from: a vanilla checkpoint into the token mode, the sink row from end-of-text (said in the log)",
+          log[-600:])
+    record = [json.loads(l) for l in open(f"{work}/from-vanilla/metrics.jsonl") if "val_loss" in l][-1]
+    every, _ = validation_by_hand(work, vanilla, 1, samples, seq_len, prefix=[0])
+    check(abs(record["val_loss"] - every) < 1e-5,
+          "the token model from a vanilla checkpoint scores [sink] + window as the vanilla model scores [eos] + window",
+          f"token model {record['val_loss']:.7f}, vanilla on [eos] + window {every:.7f}")
+    rc, log = train(work, "from-vanilla-trained", "model.sink.mode=token", f"train.init_from={vanilla}")
+    fresh, started = losses(f"{work}/plain"), losses(f"{work}/from-vanilla-trained")
+    check(rc == 0 and len(started) == 6 and all(np.isfinite(started)) and started[0] < fresh[0] - 0.05,
+          "init_from trains, starting below a fresh token model's first loss",
+          f"from vanilla {started}, fresh {fresh}")
+    return vanilla
+
+
+def check_init_from_hugging_face(work):
+    """A transformers save_pretrained directory (GPT-NeoX, the synthetic architecture) into the token mode:
+    sinklm forward on [sink] + ids equals transformers on [eos] + ids."""
+    import torch
+    from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
+    torch.manual_seed(0)
+    hf = GPTNeoXForCausalLM(GPTNeoXConfig(vocab_size=320, hidden_size=128, num_hidden_layers=2,
+                                          num_attention_heads=1, intermediate_size=512, rotary_pct=0.25,
+                                          max_position_embeddings=64, layer_norm_eps=1e-5, eos_token_id=0,
+                                          bos_token_id=0)).eval()
+    hf.save_pretrained(f"{work}/hf")
+    rc, log = train(work, "from-hf", "model.sink.mode=token", f"train.init_from={work}/hf", "train.lr=0",
+                    "train.steps=1")
+    check(rc == 0, "train.init_from a Hugging Face GPT-NeoX directory", log[-600:])
+    ids = [int(i) for i in np.random.default_rng(1).integers(1, 256, 40)]
+    run_sinklm("forward", "--checkpoint", last_checkpoint(f"{work}/from-hf"), "--ids", " ".join(map(str, ids)),
+               "--out", f"{work}/hf-logits.safetensors")
+    ours = load_file(f"{work}/hf-logits.safetensors")["logits"]  # [1 + len(ids), V]
+    with torch.no_grad():
+        theirs = hf(torch.tensor([[0] + ids])).logits[0].numpy()
+    worst = float(np.max(np.abs(ours[:, :320] - theirs))) if ours.shape[0] == len(ids) + 1 else float("inf")
+    check(worst < 1e-4, "from Hugging Face: sinklm on [sink] + ids = transformers on [eos] + ids",
+          f"max |logit difference| {worst:.2e}, shapes {ours.shape} {theirs.shape}")
+
+
+def check_init_from_refusals(work, vanilla):
+    rc, log = train(work, "wrong-shape", f"train.init_from={vanilla}", "model.hidden_size=64")
+    check(rc != 0 and "model.hidden_size: 128 there, 64 here" in log and "train.init_from" in log,
+          "init_from a model of another shape is refused naming the key and both values", log[-400:])
+    rc, log = train(work, "logit", "model.sink.mode=logit", "train.steps=1")
+    rc, log = train(work, "logit-into-none", "model.sink.mode=none", f"train.init_from={last_checkpoint(f'{work}/logit')}")
+    check(rc != 0 and "sink_logit" in log and "has no place in the none model" in log,
+          "a source tensor the target mode has no place for is refused, named", log[-400:])
+    rc, log = train(work, "missing", f"train.init_from={work}/no-such-run")
+    check(rc != 0 and "train.init_from" in log and "no-such-run" in log, "a missing init_from directory is refused",
+          log[-300:])
+    check(not os.path.exists(f"{work}/wrong-shape/checkpoints") or not os.listdir(f"{work}/wrong-shape/checkpoints"),
+          "a refused init_from writes no checkpoint")
 
 
 def main():
@@ -120,6 +192,9 @@ def main():
               f"exit {rc}, {len(events)} events, table: {table[:300]}")
 
         check_validation(work)
+        vanilla = check_init_from_vanilla(work)
+        check_init_from_hugging_face(work)
+        check_init_from_refusals(work, vanilla)
         check_bf16(work, a)
 
         rc, log = train(work, "nccl", "train.communicator=nccl")
