@@ -22,8 +22,9 @@ struct ModelConfig {
   int64_t max_position_embeddings = 0;
   double layer_norm_eps = 0;
   bool parallel_residual = true;
-  int64_t bos_token_id = 0;
-  int64_t eos_token_id = 0;
+  int64_t bos_token_id = -1;  // -1: unknown (a config never resolved against a tokenizer)
+  int64_t eos_token_id = -1;  // -1: unknown; generation then never stops at end-of-text
+  int64_t pad_token_id = -1;  // -1: none
   int64_t init_seed = 0;
   AttentionImpl attention = AttentionImpl::Fast;
   SinkMode sink_mode = SinkMode::None;
@@ -37,6 +38,8 @@ struct ModelConfig {
   int64_t head_dim() const { return hidden_size / num_heads; }
   int64_t rotary_dims() const;  // even number of leading dims of each head that are rotated
   int64_t sink_token_id(int64_t i) const { return tokenizer_vocab_size + i; }
+  // Where a context without text starts (lm-eval's prefix token): bos, else eos; UserError when neither is known.
+  int64_t start_of_text_id() const;
 };
 
 // Parameter counts derived from the architecture alone (no model is built).

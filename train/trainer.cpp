@@ -18,6 +18,7 @@
 #include "model/autocast_guard.h"
 #include "model/io/checkpoint.h"
 #include "model/io/init_from_checkpoint.h"
+#include "train/run_vocabulary.h"
 #include "model/analysis/kernel_trace.h"
 #include "train/linear_cross_entropy.h"
 #include "train/monitor/memory_report.h"
@@ -59,7 +60,7 @@ void check_same_model(const Config& now, const Config& saved, const std::string&
 }  // namespace
 
 Trainer::Trainer(Config config, std::string run_dir, bool resume, const DistributedContext& context)
-    : config_(std::move(config)),
+    : config_(with_run_vocabulary(std::move(config))),  // sizes and special ids from the tokenizer
       run_dir_(std::move(run_dir)),
       options_(TrainOptions::from(config_, context.world_size())),
       model_config_(ModelConfig::from(config_)),

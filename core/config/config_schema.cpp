@@ -29,9 +29,12 @@ KeySpec choice(std::string key, std::vector<std::string> choices, std::string he
 std::vector<KeySpec> build_schema() {
   return {
       // model: a GPT-NeoX decoder (defaults are Pythia-160M)
-      integer("model.vocab_size", 50304, 2, 1 << 24, "embedding rows, padded vocabulary"),
+      integer("model.vocab_size", -1, -1, 1 << 24,
+              "embedding rows, the padded vocabulary; -1 = tokenizer_vocab_size + the sink tokens, rounded up to a "
+              "multiple of 128"),
       integer("model.tokenizer_vocab_size", -1, -1, 1 << 24,
-              "real vocabulary of the tokenizer; sink ids follow it; -1 = vocab_size - sink.count"),
+              "ids of the tokenizer; sink ids follow them; -1 = the run's tokenizer's size (sinklm train), else "
+              "vocab_size - sink.count"),
       integer("model.hidden_size", 768, 8, 65536, "model width"),
       integer("model.num_layers", 12, 1, 1024, "decoder layers"),
       integer("model.num_heads", 12, 1, 1024, "attention heads; hidden_size must divide evenly"),
@@ -41,8 +44,12 @@ std::vector<KeySpec> build_schema() {
       integer("model.max_position_embeddings", 2048, 1, 1 << 24, "trained context length"),
       number("model.layer_norm_eps", "1e-5", 1e-12, 1, "LayerNorm epsilon"),
       boolean("model.parallel_residual", true, "x + attn(ln1(x)) + mlp(ln2(x)) instead of sequential"),
-      integer("model.bos_token_id", 0, 0, 1 << 24, "beginning-of-text id (config.json)"),
-      integer("model.eos_token_id", 0, 0, 1 << 24, "end-of-text id (config.json)"),
+      integer("model.bos_token_id", -1, -1, 1 << 24,
+              "beginning-of-text id (config.json); -1 = the tokenizer's (its end-of-text where it has none)"),
+      integer("model.eos_token_id", -1, -1, 1 << 24,
+              "end-of-text id (config.json; generation stops there); -1 = the tokenizer's"),
+      integer("model.pad_token_id", -1, -1, 1 << 24,
+              "padding id (config.json); -1 = the tokenizer's, none where it has none"),
       integer("model.init_seed", 1234, 0, 1e15, "seed for the GPT-NeoX initialisation"),
       choice("model.attention", {"fast", "reference"},
              "fast = sinklm's fused kernel on an AVX-512 CPU in float32, else scaled_dot_product_attention; "

@@ -44,8 +44,10 @@ ShardTokenizer read_shard_tokenizer(const std::string& dir) {
     for (const auto& name : manifest.value("tokenizer_files", nlohmann::json::array()))
       t.files.push_back(dir + "/" + name.get<std::string>());
     if (!t.files.empty()) t.sha256 = manifest.at("tokenizer_sha256").get<std::string>();
+    t.vocab_size = manifest.value("vocab_size", int64_t{-1});
+    t.end_of_text_id = manifest.value("end_of_text_id", int64_t{-1});
   } catch (const nlohmann::json::exception& e) {
-    fail(manifest_path, ": tokenizer_files/tokenizer_sha256: ", e.what());
+    fail(manifest_path, ": tokenizer_files/tokenizer_sha256/vocab_size/end_of_text_id: ", e.what());
   }
   for (const auto& file : t.files)
     if (!std::filesystem::exists(file)) fail(manifest_path, ": lists tokenizer file ", file, ", which is missing");

@@ -38,6 +38,8 @@ struct ShardTokenizer {
   std::vector<std::string> files;  // paths inside `dir`
   std::string sha256;
   std::string description;
+  int64_t vocab_size = -1;      // the manifest's vocab_size and end_of_text_id (-1: not recorded): what a
+  int64_t end_of_text_id = -1;  // byte-level directory (no files) tells of its vocabulary
 };
 ShardTokenizer read_shard_tokenizer(const std::string& dir);
 

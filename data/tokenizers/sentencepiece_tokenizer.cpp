@@ -39,6 +39,12 @@ uint32_t SentencePieceTokenizer::vocab_size() const { return static_cast<uint32_
 
 uint32_t SentencePieceTokenizer::end_of_text_id() const { return static_cast<uint32_t>(processor_->eos_id()); }
 
+uint32_t SentencePieceTokenizer::begin_of_text_id() const {
+  return static_cast<uint32_t>(processor_->bos_id() >= 0 ? processor_->bos_id() : processor_->eos_id());
+}
+
+int64_t SentencePieceTokenizer::padding_id() const { return processor_->pad_id(); }  // -1: none
+
 std::string SentencePieceTokenizer::description() const {
   return str("SentencePiece, ", vocab_size(), " ids, from ", path_);
 }

@@ -22,6 +22,8 @@ class SentencePieceTokenizer : public Tokenizer {
   std::string decode(const TokenIds& ids) const override;
   uint32_t vocab_size() const override;
   uint32_t end_of_text_id() const override;
+  uint32_t begin_of_text_id() const override;
+  int64_t padding_id() const override;
   std::string description() const override;
 
  private:

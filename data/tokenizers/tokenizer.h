@@ -24,8 +24,13 @@ class Tokenizer {
 
   // Ids are in [0, vocab_size()).
   virtual uint32_t vocab_size() const = 0;
-  // The id that separates documents in token shards.
+  // The id that separates documents in token shards: config.json's eos_token_id, where generation stops.
   virtual uint32_t end_of_text_id() const = 0;
+  // The id that begins a text where the tokenizer has one (Llama-3's <|begin_of_text|>, SentencePiece's <s>),
+  // else end_of_text_id(): GPT-2 and GPT-NeoX begin and end a text with one <|endoftext|>.
+  virtual uint32_t begin_of_text_id() const { return end_of_text_id(); }
+  // The padding id (GPT-NeoX's <|padding|>, SentencePiece's <pad>), -1 when the tokenizer has none.
+  virtual int64_t padding_id() const { return -1; }
   // One line for logs and manifests, e.g. "byte-level BPE, 50257 ids, from gpt2.tiktoken".
   virtual std::string description() const = 0;
 };

@@ -59,7 +59,7 @@ TokenizedRequest LoglikelihoodScorer::tokenize(const LoglikelihoodRequest& reque
   TokenizedRequest out;
   out.context = sink_prefix(config);
   if (context.empty()) {
-    if (out.context.empty()) out.context.push_back(config.bos_token_id);  // lm-eval: score from a prefix token
+    if (out.context.empty()) out.context.push_back(config.start_of_text_id());  // lm-eval: score from a prefix token
     out.continuation = codec_.encode(continuation);
   } else {
     std::vector<int64_t> context_ids = codec_.encode(context);

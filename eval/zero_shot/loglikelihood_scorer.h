@@ -1,7 +1,7 @@
 // Log-likelihood of continuations given contexts, as lm-evaluation-harness's HFLM computes it:
 //  - tokenization: trailing whitespace of the context moves to the front of the continuation; the
 //    continuation's ids are encode(context + continuation) minus the first len(encode(context)) ids;
-//    an empty context becomes [bos_token_id];
+//    an empty context becomes [bos] (ModelConfig::start_of_text_id: bos, else eos);
 //  - a `token` sink model gets its sink id(s) in front of every context, as in training;
 //  - input = (sinks + context + continuation)[:-1], cut from the left (after the sinks) to the model's
 //    max_position_embeddings; logprob = sum of log-softmax of the continuation ids, greedy = every

@@ -76,6 +76,9 @@ void CheckpointWriter::add_model(const Config& config, GPTNeoXForCausalLM& model
   add_file("config.json", [&](const std::string& path) {
     write_file_durable(path, hf_config_json(model->config()).dump(2) + "\n");
   });
+  add_file("generation_config.json", [&](const std::string& path) {
+    write_file_durable(path, hf_generation_config_json(model->config()).dump(2) + "\n");
+  });
   add_file("model.safetensors", [&](const std::string& path) {
     std::vector<std::pair<std::string, torch::Tensor>> tensors;
     for (const auto& item : model->named_parameters()) {

@@ -1,6 +1,7 @@
 // Checkpoints are directories in the Hugging Face GPT-NeoX layout, plus what sinklm needs to verify them:
 //
 //   config.json        Hugging Face GPTNeoXConfig (+ "sink" block), see model/io/hf_config.h
+//   generation_config.json  bos/eos/pad ids for transformers' generate() (model/io/hf_config.h)
 //   model.safetensors  tensors under Hugging Face names (gpt_neox.embed_in.weight, ..., embed_out.weight),
 //                      F32, F16 or BF16; a projection's "<name>.weight" may instead be I8 [out, in] with
 //                      "<name>.weight_scale" F32 [out, ceil(in / 32)] beside it (model/io/weight_format.h: W = q *

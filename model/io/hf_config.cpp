@@ -4,6 +4,10 @@
 
 namespace sinklm {
 
+namespace {
+nlohmann::json id_or_null(int64_t id) { return id >= 0 ? nlohmann::json(id) : nlohmann::json(); }
+}  // namespace
+
 nlohmann::json hf_config_json(const ModelConfig& c) {
   return {
       {"architectures", {"GPTNeoXForCausalLM"}},
@@ -22,8 +26,9 @@ nlohmann::json hf_config_json(const ModelConfig& c) {
       {"use_parallel_residual", c.parallel_residual},
       {"tie_word_embeddings", false},
       {"attention_bias", true},
-      {"bos_token_id", c.bos_token_id},
-      {"eos_token_id", c.eos_token_id},
+      {"bos_token_id", id_or_null(c.bos_token_id)},
+      {"eos_token_id", id_or_null(c.eos_token_id)},
+      {"pad_token_id", id_or_null(c.pad_token_id)},
       {"initializer_range", 0.02},
       {"torch_dtype", "float32"},
       {"sink",
@@ -35,6 +40,11 @@ nlohmann::json hf_config_json(const ModelConfig& c) {
         {"kv_init", c.sink_kv_init == SinkInit::Normal ? "normal" : "zero"},
         {"loads_in_transformers", loads_in_transformers(c.sink_mode)}}},
   };
+}
+
+nlohmann::json hf_generation_config_json(const ModelConfig& c) {
+  return {{"_from_model_config", true}, {"bos_token_id", id_or_null(c.bos_token_id)},
+          {"eos_token_id", id_or_null(c.eos_token_id)}, {"pad_token_id", id_or_null(c.pad_token_id)}};
 }
 
 namespace {
@@ -93,6 +103,7 @@ Config config_from_hf_json(const nlohmann::json& json, const std::string& path) 
   in.copy(&config, "use_parallel_residual", "model.parallel_residual", false);
   in.copy(&config, "bos_token_id", "model.bos_token_id", false);
   in.copy(&config, "eos_token_id", "model.eos_token_id", false);
+  in.copy(&config, "pad_token_id", "model.pad_token_id", false);
   if (const nlohmann::json* rope = in.find("rope_parameters")) {
     JsonReader rope_in(*rope, path + " rope_parameters");
     if (auto type = rope_in.find("rope_type"); type && *type != "default")

@@ -99,7 +99,7 @@ def last_checkpoint(run_dir):
 
 def check_init_from_vanilla(work):
     """A sink token model from a vanilla checkpoint: at lr 0 its validation loss is the vanilla model's on
-    [eos] + window (eos is id 0 in the synthetic config); with the usual learning rate it trains."""
+    [eos] + window (eos: the shards' end-of-text, as config.json says); with the usual learning rate it trains."""
     seq_len, samples = 64, 4
     rc, log = train(work, "vanilla", "model.sink.mode=none", "train.steps=4")
     check(rc == 0, "vanilla run to start from", log[-500:] if rc else "")
@@ -111,7 +111,8 @@ def check_init_from_vanilla(work):
           "train.init_from: a vanilla checkpoint into the token mode, the sink row from end-of-text (said in the log)",
           log[-600:])
     record = [json.loads(l) for l in open(f"{work}/from-vanilla/metrics.jsonl") if "val_loss" in l][-1]
-    every, _ = validation_by_hand(work, vanilla, 1, samples, seq_len, prefix=[0])
+    eos = json.load(open(f"{vanilla}/config.json"))["eos_token_id"]
+    every, _ = validation_by_hand(work, vanilla, 1, samples, seq_len, prefix=[eos])
     check(abs(record["val_loss"] - every) < 1e-5,
           "the token model from a vanilla checkpoint scores [sink] + window as the vanilla model scores [eos] + window",
           f"token model {record['val_loss']:.7f}, vanilla on [eos] + window {every:.7f}")
@@ -125,7 +126,7 @@ def check_init_from_vanilla(work):
 
 def check_init_from_hugging_face(work):
     """A transformers save_pretrained directory (GPT-NeoX, the synthetic architecture) into the token mode:
-    sinklm forward on [sink] + ids equals transformers on [eos] + ids."""
+    sinklm forward on [sink] + ids equals transformers on [eos] + ids (eos: the run's, from its shards)."""
     import torch
     from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
     torch.manual_seed(0)
@@ -138,11 +139,13 @@ def check_init_from_hugging_face(work):
                     "train.steps=1")
     check(rc == 0, "train.init_from a Hugging Face GPT-NeoX directory", log[-600:])
     ids = [int(i) for i in np.random.default_rng(1).integers(1, 256, 40)]
-    run_sinklm("forward", "--checkpoint", last_checkpoint(f"{work}/from-hf"), "--ids", " ".join(map(str, ids)),
+    checkpoint = last_checkpoint(f"{work}/from-hf")
+    eos = json.load(open(f"{checkpoint}/config.json"))["eos_token_id"]
+    run_sinklm("forward", "--checkpoint", checkpoint, "--ids", " ".join(map(str, ids)),
                "--out", f"{work}/hf-logits.safetensors")
     ours = load_file(f"{work}/hf-logits.safetensors")["logits"]  # [1 + len(ids), V]
     with torch.no_grad():
-        theirs = hf(torch.tensor([[0] + ids])).logits[0].numpy()
+        theirs = hf(torch.tensor([[eos] + ids])).logits[0].numpy()
     worst = float(np.max(np.abs(ours[:, :320] - theirs))) if ours.shape[0] == len(ids) + 1 else float("inf")
     check(worst < 1e-4, "from Hugging Face: sinklm on [sink] + ids = transformers on [eos] + ids",
           f"max |logit difference| {worst:.2e}, shapes {ours.shape} {theirs.shape}")

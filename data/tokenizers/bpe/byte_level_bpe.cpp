@@ -55,22 +55,27 @@ ByteLevelBpe::ByteLevelBpe(ByteLevelBpeVocab vocab)
   }
   added_by_first_byte_.resize(256);
   bool have_eot = false;
+  int64_t begin_of_text = -1;
   for (const auto& t : vocab_.added_tokens) {
     if (t.content.empty()) fail(vocab_.source, ": added token ", t.id, " is empty");
     id_bytes_[t.id] = t.content;
     id_known_[t.id] = true;
     added_by_first_byte_[static_cast<unsigned char>(t.content[0])].push_back(&t);
-    if (t.content == "<|endoftext|>") {
+    // The special tokens by their names in the GPT-2/NeoX/Qwen2 (<|endoftext|>) and Llama-3 vocabularies.
+    if (t.content == "<|endoftext|>" || (t.content == "<|end_of_text|>" && !have_eot)) {
       end_of_text_id_ = t.id;
       have_eot = true;
     }
+    if (t.content == "<|begin_of_text|>") begin_of_text = t.id;
+    if (t.content == "<|padding|>") padding_id_ = t.id;
   }
+  begin_of_text_id_ = begin_of_text >= 0 ? static_cast<uint32_t>(begin_of_text) : end_of_text_id_;
   for (auto& list : added_by_first_byte_)
     std::stable_sort(list.begin(), list.end(),
                      [](const AddedToken* a, const AddedToken* b) { return a->content.size() > b->content.size(); });
   if (!have_eot)
-    fail(vocab_.source, ": no <|endoftext|> token; it separates documents in token shards (add it as an "
-         "added token)");
+    fail(vocab_.source, ": no <|endoftext|> (or <|end_of_text|>) token; it separates documents in token shards "
+         "(add it as an added token)");
 }
 
 std::string ByteLevelBpe::description() const {

@@ -41,6 +41,8 @@ class ByteLevelBpe : public Tokenizer {
   std::string decode(const TokenIds& ids) const override;
   uint32_t vocab_size() const override { return static_cast<uint32_t>(id_bytes_.size()); }
   uint32_t end_of_text_id() const override { return end_of_text_id_; }
+  uint32_t begin_of_text_id() const override { return begin_of_text_id_; }
+  int64_t padding_id() const override { return padding_id_; }
   std::string description() const override;
 
  private:
@@ -65,6 +67,8 @@ class ByteLevelBpe : public Tokenizer {
   uint32_t byte_id_[256];
   std::vector<std::vector<const AddedToken*>> added_by_first_byte_;  // longest first
   uint32_t end_of_text_id_ = 0;
+  uint32_t begin_of_text_id_ = 0;
+  int64_t padding_id_ = -1;
   uint64_t instance_ = 0;  // keys the per-thread piece cache
 };
 
