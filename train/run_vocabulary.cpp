@@ -6,6 +6,7 @@
 #include "data/shards/shard_directory.h"
 #include "data/tokenizers/tokenizer.h"
 #include "model/model_config.h"
+#include "train/train_options.h"
 #include "train/training_checkpoint.h"
 
 namespace sinklm {
@@ -25,9 +26,10 @@ TokenizerVocabulary run_tokenizer_vocabulary(const Config& config) {
     return {tokenizer->description(), tokenizer->vocab_size(), tokenizer->end_of_text_id(),
             tokenizer->begin_of_text_id(), tokenizer->padding_id()};
   }
-  const ShardTokenizer shards = read_shard_tokenizer(config.get_string("data.shards"));
-  const std::string description = (shards.description.empty() ? std::string("the tokenizer") : shards.description) +
-                                  " of " + config.get_string("data.shards");
+  const std::string dir = shard_sources(config).front().shards;  // every source has its tokenizer
+  const ShardTokenizer shards = read_shard_tokenizer(dir);
+  const std::string description =
+      (shards.description.empty() ? std::string("the tokenizer") : shards.description) + " of " + dir;
   return {description, shards.vocab_size, shards.end_of_text_id, shards.end_of_text_id, -1};
 }
 

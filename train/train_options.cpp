@@ -49,8 +49,8 @@ TrainOptions TrainOptions::from(const Config& c, int world_size) {
   o.tensorboard = c.get_bool("train.tensorboard");
   o.init_from = c.get_string("train.init_from");
   o.validation_batches = c.get_int("data.validation_batches");
-  o.shards = c.get_string("data.shards");
-  if (o.shards.empty()) fail(where, ": data.shards is not set; point it at a directory from `sinklm prepare shards`");
+  o.sources = shard_sources(c);
+  o.shards = o.sources.front().shards;
   o.data_seed = static_cast<uint64_t>(c.get_int("data.seed"));
   o.fault_step = c.get_int("train.fault.step");
   o.fault_rank = static_cast<int>(c.get_int("train.fault.rank"));
@@ -62,6 +62,19 @@ TrainOptions TrainOptions::from(const Config& c, int world_size) {
                    : action == "sigterm"            ? FaultAction::Sigterm
                                                     : FaultAction::Nan;
   return o;
+}
+
+std::vector<MixtureSource> shard_sources(const Config& config) {
+  const std::string& shards = config.get_string("data.shards");
+  const std::string& mixture = config.get_string("data.mixture");
+  if (!shards.empty() && !mixture.empty())
+    fail(config.source(), ": data.shards and data.mixture are both set; use data.mixture alone (a source with its "
+         "weight each) or data.shards alone");
+  if (!mixture.empty()) return parse_mixture(mixture, config.source());
+  if (shards.empty())
+    fail(config.source(), ": data.shards is not set; point it at a directory from `sinklm prepare shards` (or list "
+         "several in data.mixture)");
+  return {MixtureSource{shards, 1.0, shards}};
 }
 
 }  // namespace sinklm

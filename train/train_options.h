@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/config/config.h"
+#include "data/shards/mixture_loader.h"
 #include "train/adamw.h"
 
 namespace sinklm {
@@ -38,7 +39,8 @@ struct TrainOptions {
   bool tensorboard = false;  // <run>/tensorboard/ event files beside metrics.jsonl
   std::string init_from;     // a checkpoint whose weights a fresh run starts from (model/io/init_from_checkpoint.h)
   int64_t validation_batches = 0;
-  std::string shards;
+  std::vector<MixtureSource> sources;  // data.shards (one source, weight 1) or data.mixture
+  std::string shards;                  // the first source's directory: its tokenizer and probes speak for all
   uint64_t data_seed = 0;
   int64_t fault_step = -1;
   int fault_rank = 0;
@@ -47,5 +49,9 @@ struct TrainOptions {
   // Errors name the keys (and config.source()) when the batch arithmetic does not work out.
   static TrainOptions from(const Config& config, int world_size);
 };
+
+// The run's shard directories: data.shards as one source, or data.mixture's; UserError naming the keys when
+// neither or both are set.
+std::vector<MixtureSource> shard_sources(const Config& config);
 
 }  // namespace sinklm

@@ -132,11 +132,12 @@ void Trainer::open_loaders(const DistributedContext& context) {
   data.world_size = context.world_size();
   data.seed = options_.data_seed;
   for (int64_t id : sink_prefix(model_config_)) data.sink_ids.push_back(static_cast<uint32_t>(id));
-  loader_ = std::make_unique<TokenLoader>(TokenLoader::open(options_.shards, Split::Train, data));
+  loader_ = std::make_unique<MixtureLoader>(options_.sources, Split::Train, data);
   if (options_.validation_batches > 0) {
-    // Validation batches are global batches in file order: the same samples whatever the number of ranks.
+    // Validation batches are global batches in file order (of each source, drawn by the mixture's weights):
+    // the same samples whatever the number of ranks.
     data.shuffle = false;
-    validation_loader_ = std::make_unique<TokenLoader>(TokenLoader::open(options_.shards, Split::Validation, data));
+    validation_loader_ = std::make_unique<MixtureLoader>(options_.sources, Split::Validation, data);
     validation_start_ = validation_loader_->cursor();
   }
 }
@@ -163,11 +164,11 @@ void Trainer::restore(const std::string& checkpoint_dir) {
     fail(checkpoint_dir, "/trainer_state.json: flat_numel ", state["flat_numel"].dump(), " but this model has ", flat_numel_);
   reduction_->restore(read_optimizer_state(checkpoint_dir, flat_numel_), state["adam_steps"].get<int64_t>());
   first_step_ = state["step"].get<int64_t>();
-  LoaderCursor cursor = LoaderCursor::from_json(state["loader"].dump(), checkpoint_dir + "/trainer_state.json");
-  if (cursor.global_batch != options_.global_batch_samples)
-    fail(checkpoint_dir, ": the checkpoint's global batch is ", cursor.global_batch, " samples but the config gives ",
+  const nlohmann::json& cursor = state["loader"];
+  if (cursor.contains("global_batch") && cursor["global_batch"] != options_.global_batch_samples)
+    fail(checkpoint_dir, ": the checkpoint's global batch is ", cursor["global_batch"].dump(), " samples but the config gives ",
          options_.global_batch_samples, "; resume with the same train.global_batch_tokens and train.seq_len");
-  loader_->restore(cursor);
+  loader_->restore(cursor, checkpoint_dir + "/trainer_state.json");
 }
 
 // What the loss is computed from: the final hidden states [micro, L-1, C] (fp32; the LM head and the loss
@@ -290,7 +291,7 @@ int64_t Trainer::unmatched_target_column() const {
 ValidationLoss Trainer::validation_loss() {
   if (!validation_loader_) return {};
   torch::NoGradGuard no_grad;
-  validation_loader_->restore(validation_start_);
+  validation_loader_->restore(validation_start_, "validation");
   const int64_t u = unmatched_target_column();
   std::vector<double> sums = {0, 0, 0};  // NLL of the matched targets, of the unmatched ones, samples
   for (int64_t b = 0; b < options_.validation_batches; ++b) {
@@ -331,7 +332,7 @@ void Trainer::save_checkpoint(int64_t steps_done) {
                             {"world_size", communicator_->world_size()},
                             {"zero", reduction_->sharded()},
                             {"flat_numel", flat_numel_},
-                            {"loader", nlohmann::json::parse(loader_->cursor().to_json())}};
+                            {"loader", loader_->cursor()}};
     writer->add_file("trainer_state.json",
                      [&](const std::string& path) { write_file_durable(path, state.dump(2) + "\n"); });
     add_tokenizer_files(*writer, tokenizer_files_);
@@ -361,8 +362,14 @@ void Trainer::report_profile() {
 void Trainer::report_progress(int64_t done, const StepResult& r, TrainSummary& summary) {
   const auto w = throughput_->take_window();
   const double tokens_per_step = throughput_->tokens_per_step();
-  log({{"step", done}, {"loss", r.loss}, {"lr", r.lr}, {"grad_norm", r.grad_norm}, {"skipped", r.skipped},
-       {"tokens", done * tokens_per_step}, {"tokens_per_s", w.tokens_per_s}, {"mfu", w.mfu}});
+  nlohmann::json record = {{"step", done}, {"loss", r.loss}, {"lr", r.lr}, {"grad_norm", r.grad_norm},
+                           {"skipped", r.skipped}, {"tokens", done * tokens_per_step},
+                           {"tokens_per_s", w.tokens_per_s}, {"mfu", w.mfu}};
+  if (loader_->sources().size() > 1) {  // a mixture: text tokens drawn from each source so far
+    const std::vector<uint64_t> drawn = loader_->tokens_drawn();
+    for (size_t i = 0; i < drawn.size(); ++i) record["source_tokens"][loader_->sources()[i].name] = drawn[i];
+  }
+  log(record);
   summary.tokens_per_second = w.tokens_per_s;
   if (!communicator_->is_root()) return;
   const bool tty = ::isatty(STDERR_FILENO);

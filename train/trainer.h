@@ -16,7 +16,7 @@
 #include <string>
 
 #include "core/config/config.h"
-#include "data/shards/token_loader.h"
+#include "data/shards/mixture_loader.h"
 #include "model/gpt_neox.h"
 #include "train/distributed/communicator.h"
 #include "train/distributed/distributed_context.h"
@@ -106,8 +106,8 @@ class Trainer {
   std::unique_ptr<ThroughputMeter> throughput_;
   std::unique_ptr<StepProfile> profile_;  // train.profile_steps
   std::unique_ptr<SinkProbe> sink_probe_;  // train.sink_probe_every; rank 0 only (train/monitor/sink_probe.h)
-  std::unique_ptr<TokenLoader> loader_, validation_loader_;
-  LoaderCursor validation_start_;
+  std::unique_ptr<MixtureLoader> loader_, validation_loader_;
+  nlohmann::json validation_start_;
   int64_t first_step_ = 0;
   std::chrono::steady_clock::time_point last_checkpoint_time_;  // train.checkpoint_minutes counts from here
   int64_t targets_per_sample_ = 0;

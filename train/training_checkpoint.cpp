@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "data/io/read_file.h"
 #include "data/shards/shard_directory.h"
+#include "train/train_options.h"
 #include "data/tokenizers/tokenizer_files.h"
 #include "model/io/checkpoint.h"
 #include "model/io/safetensors.h"
@@ -106,12 +107,20 @@ OptimizerState read_optimizer_state(const std::string& checkpoint_dir, int64_t f
 }
 
 std::vector<std::string> run_tokenizer_files(const Config& config) {
-  const ShardTokenizer shards = read_shard_tokenizer(config.get_string("data.shards"));
+  const std::vector<MixtureSource> sources = shard_sources(config);
+  const ShardTokenizer shards = read_shard_tokenizer(sources.front().shards);
+  for (size_t i = 1; i < sources.size(); ++i) {  // one model, one vocabulary: every source's ids mean the same
+    const ShardTokenizer other = read_shard_tokenizer(sources[i].shards);
+    if (other.sha256 != shards.sha256 || other.vocab_size != shards.vocab_size)
+      fail(config.source(), ": data.mixture: ", sources[i].shards, " was made with another tokenizer (",
+           other.description, ") than ", sources.front().shards, " (", shards.description,
+           "); prepare every source with the same tokenizer");
+  }
   const std::string named = config.get_string("data.tokenizer");
   if (named.empty()) return shards.files;
   std::vector<std::string> files = tokenizer_files(named, config.source() + ": data.tokenizer");
   if (!shards.files.empty() && tokenizer_sha256(files) != shards.sha256)
-    fail(config.source(), ": data.tokenizer ", named, " is not the tokenizer data.shards ", config.get_string("data.shards"),
+    fail(config.source(), ": data.tokenizer ", named, " is not the tokenizer ", sources.front().shards,
          " was made with (", shards.description, "; sha256 differs); drop data.tokenizer to use the shards' copy");
   return files;
 }

@@ -7,7 +7,7 @@
 //     optimizer.rank<R>.safetensors          rank R's range of them; metadata "begin", "end" give the range
 //     trainer_state.json                     {"format": "sinklm-train-state", "version": 1, "step": completed
 //                                            steps, "adam_steps": n, "world_size": R, "zero": bool,
-//                                            "flat_numel": N, "loader": {cursor of data/shards/token_loader.h}}
+//                                            "flat_numel": N, "loader": {cursor of data/shards/mixture_loader.h}}
 //   RUN_DIR/checkpoints/step_00000100.partial/   being written by all ranks; never read
 //
 // The data order is a pure function of data.seed and the loader cursor, and training draws no random
@@ -47,8 +47,9 @@ nlohmann::json read_trainer_state(const std::string& checkpoint_dir);
 
 // The tokenizer files every checkpoint of the run carries, so `sinklm stream`/`serve`/`eval` find them there:
 // data.tokenizer's (vocab.json brings its merges.txt), else the copy in data.shards (manifest
-// "tokenizer_files"); empty when neither names one (bytes). UserError when data.tokenizer is missing or is not
-// the tokenizer the shards were made with (their sha256 differ).
+// "tokenizer_files"; a mixture's first source); empty when neither names one (bytes). UserError when
+// data.tokenizer is missing or is not the tokenizer the shards were made with (their sha256 differ), or when
+// a mixture's sources were made with different tokenizers.
 std::vector<std::string> run_tokenizer_files(const Config& config);
 // Copies those files into a checkpoint being written.
 void add_tokenizer_files(CheckpointWriter& writer, const std::vector<std::string>& files);

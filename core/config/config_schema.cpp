@@ -63,7 +63,10 @@ std::vector<KeySpec> build_schema() {
              "model's small normal init, as the q/k/v projection"),
       // data: token shards and the loader that reads them (data/shards/token_loader.h)
       text("data.tokenizer", "", "tokenizer.json, vocab.json (+ merges.txt), *.tiktoken or SentencePiece *.model"),
-      text("data.shards", "", "directory written by `sinklm prepare shards`"),
+      text("data.shards", "", "directory written by `sinklm prepare shards` (or data.mixture)"),
+      text("data.mixture", "",
+           "several shard directories with weights, \"DIR=WEIGHT, DIR=WEIGHT\" (weights > 0, normalised): each "
+           "sample drawn from one by the weights, deterministic from data.seed; instead of data.shards"),
       integer("data.seed", 1234, 0, 1e15, "seed of the training sample order (each epoch is reshuffled from it)"),
       integer("data.validation_batches", 8, 0, 1 << 20, "fixed validation batches (same samples on every run)"),
       // train: the pretraining loop (defaults follow the Pythia-160M recipe)

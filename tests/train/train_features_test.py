@@ -8,7 +8,15 @@
     more than bf16's rounding allows;
   - validation losses, every target and matched context (val_loss, val_loss_matched), equal the mean NLL that
     `sinklm forward`'s logits give on the validation samples cut from the shard by hand, for a sink token model
-    and its vanilla twin.
+    and its vanilla twin;
+  - train.init_from: a sink token model started from a vanilla checkpoint, after a step at learning rate 0, has
+    the validation loss the vanilla model has on the same windows each preceded by end-of-text (the sink row
+    starts as the end-of-text row, so [sink, t1 ..] computes what [eos, t1 ..] did); from a Hugging Face
+    GPT-NeoX directory its logits equal transformers' on [eos, t1 ..]; it then trains; another architecture,
+    a source tensor the target mode has no place for, and a missing directory are refused, named;
+  - data.mixture of two shard directories at 0.8/0.2: per-source token counts in metrics.jsonl (and
+    TensorBoard's reader) within a binomial 99.9% bound, and a run killed mid-way resumes to the weights of
+    the uninterrupted one; a weight of 0, a missing source and data.shards beside data.mixture are refused.
 """
 import json
 import os
@@ -166,6 +174,56 @@ def check_init_from_refusals(work, vanilla):
           "a refused init_from writes no checkpoint")
 
 
+def check_mixture(work):
+    run_sinklm("prepare", "synthetic", "--out", f"{work}/other", "--seed", "2", "--train-tokens", "100000")
+    mixture = f"data.mixture={work}/shards=0.8, {work}/other=0.2"
+    steps, samples = 12, 16
+    common = ["data.shards=", mixture, f"train.steps={steps}", "train.checkpoint_every=4"]
+    rc, log = train(work, "mixture", *common)
+    check(rc == 0, "a run on data.mixture (two shard directories, 0.8/0.2)", log[-400:])
+    records = [json.loads(l) for l in open(f"{work}/mixture/metrics.jsonl") if '"source_tokens"' in l]
+    last = records[-1]["source_tokens"] if records else {}
+    n, text_tokens = steps * samples, 63  # seq_len 64, one sink token
+    drawn = {name: tokens / text_tokens for name, tokens in last.items()}
+    sd = (n * 0.8 * 0.2) ** 0.5
+    check(set(drawn) == {"shards", "other"} and sum(drawn.values()) == n and abs(drawn["shards"] - 0.8 * n) < 3.29 * sd,
+          "per-source token counts in metrics.jsonl, within a binomial 99.9% bound of 0.8/0.2",
+          f"{last} ({n} samples)")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    events = EventAccumulator(f"{work}/mixture/tensorboard")
+    events.Reload()
+    tb = {tag: events.Scalars(tag)[-1].value for tag in ("source_tokens/shards", "source_tokens/other")
+          if tag in events.Tags()["scalars"]}
+    check(tb == {f"source_tokens/{k}": float(v) for k, v in last.items()}, "TensorBoard holds the per-source counts",
+          str(tb))
+    state = json.load(open(f"{work}/mixture/checkpoints/step_{steps:08d}/trainer_state.json"))
+    saved = {s["shards"]: s["tokens"] for s in state["loader"]["mixture"]["sources"]}
+    check(saved == {f"{work}/shards": last.get("shards"), f"{work}/other": last.get("other")},
+          "the checkpoint carries the per-source token counts", str(saved))
+
+    rc, _ = train(work, "mixture-killed", *common, "train.fault.step=6", "train.fault.action=kill")
+    args = ["train", "--config", config("synthetic-sink.yaml"), "--out", f"{work}/mixture-killed", "--resume"]
+    for setting in ["train.seq_len=64", "train.global_batch_tokens=1024", "train.micro_batch=8", "train.eval_every=0",
+                    "data.validation_batches=0", "train.threads=1", "train.log_every=1", *common]:
+        args += ["--set", setting]
+    resumed = run_sinklm(*args, expect=None, timeout=300)
+    final = f"checkpoints/step_{steps:08d}/model.safetensors"
+    same = False
+    if resumed.returncode == 0:
+        wa, wb = (load_file(f"{work}/{name}/{final}") for name in ("mixture", "mixture-killed"))
+        same = wa.keys() == wb.keys() and all(np.array_equal(wa[k], wb[k]) for k in wa)
+    check(rc != 0 and same, "a mixture run killed at step 6 resumes to the uninterrupted run's weights, bit for bit",
+          f"kill exit {rc}, resume exit {resumed.returncode}: {resumed.stderr[-300:]}")
+
+    for setting, said in [(f"data.mixture={work}/shards=0.8, {work}/other=0", "the weight of"),
+                          (f"data.mixture={work}/shards=0.8, {work}/missing=0.2", "missing/manifest.json")]:
+        rc, log = train(work, "mixture-bad", "data.shards=", setting)
+        check(rc != 0 and said in log, f"a bad mixture is refused naming it ({said})", log[-300:])
+    rc, log = train(work, "mixture-both", mixture)
+    check(rc != 0 and "data.shards and data.mixture are both set" in log, "data.shards beside data.mixture is refused",
+          log[-300:])
+
+
 def main():
     with temp_dir("sinklm-train-features-") as work:
         run_sinklm("prepare", "synthetic", "--out", f"{work}/shards", "--train-tokens", "200000")
@@ -198,6 +256,7 @@ def main():
         vanilla = check_init_from_vanilla(work)
         check_init_from_hugging_face(work)
         check_init_from_refusals(work, vanilla)
+        check_mixture(work)
         check_bf16(work, a)
 
         rc, log = train(work, "nccl", "train.communicator=nccl")

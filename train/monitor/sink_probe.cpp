@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "data/shards/token_loader.h"
+#include "train/train_options.h"
 #include "model/analysis/attention_mass.h"
 
 namespace sinklm {
@@ -13,7 +14,7 @@ namespace sinklm {
 std::unique_ptr<SinkProbe> SinkProbe::from_config(const Config& config, const ModelConfig& model, bool enabled) {
   const int64_t every = config.get_int("train.sink_probe_every");
   if (every == 0 || !enabled) return nullptr;
-  return std::make_unique<SinkProbe>(model, config.get_string("data.shards"), every);
+  return std::make_unique<SinkProbe>(model, shard_sources(config).front().shards, every);
 }
 
 SinkProbe::SinkProbe(const ModelConfig& model, const std::string& shard_dir, int64_t every)

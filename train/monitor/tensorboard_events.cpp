@@ -92,6 +92,9 @@ void TensorBoardEvents::add_scalars(const nlohmann::json& record) {
       for (size_t i = 0; i < value.size(); ++i)
         if (value[i].is_number())
           put_bytes(summary, 1, scalar_value(key + "/layer_" + std::to_string(i), value[i].get<float>()));
+    if (value.is_object())
+      for (const auto& [name, item] : value.items())
+        if (item.is_number()) put_bytes(summary, 1, scalar_value(key + "/" + name, item.get<float>()));
   }
   if (summary.empty()) return;
   std::string event = event_header(record.at("step").get<int64_t>());

@@ -1,7 +1,7 @@
 // TensorBoard's event files, written by the trainer itself (no TensorFlow): `tensorboard --logdir RUN_DIR`
 // shows a run live, and W&B's `wandb.tensorboard.patch` / `sync_tensorboard=True` uploads the same files.
 // Every metrics.jsonl record becomes scalars at its step: a number under its key, a list (one value per layer)
-// as key/layer_<i>; booleans and text are left to metrics.jsonl.
+// as key/layer_<i>, objects (per-source token counts) as key/<name>; booleans and text are left to metrics.jsonl.
 #pragma once
 #include <nlohmann/json.hpp>
 
