@@ -7,6 +7,7 @@
 #include "core/ends_with.h"
 #include "core/error.h"
 #include "data/tokenizers/bpe/byte_level_bpe_files.h"
+#include "data/tokenizers/bpe/tokenizer_json.h"
 #include "core/system/parallel_for.h"
 #include "data/tokenizers/sentencepiece_tokenizer.h"
 
@@ -24,7 +25,7 @@ std::unique_ptr<Tokenizer> load_file(const std::string& path) {
     if (!fs::exists(merges)) fail(path, ": a vocab.json needs merges.txt beside it (", merges, " is missing)");
     return std::make_unique<ByteLevelBpe>(read_vocab_and_merges(path, merges));
   }
-  if (ends_with(name, ".json")) return std::make_unique<ByteLevelBpe>(read_hf_tokenizer_json(path));
+  if (ends_with(name, ".json")) return load_tokenizer_json(path);
   fail(path, ": unknown tokenizer format; expected tokenizer.json, vocab.json (+ merges.txt), *.tiktoken or "
        "*.model (SentencePiece)");
 }

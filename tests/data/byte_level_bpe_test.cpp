@@ -6,19 +6,19 @@
 
 #include "core/error.h"
 #include "data/tokenizers/bpe/byte_level_alphabet.h"
-#include "data/tokenizers/bpe/gpt2_pretokenizer.h"
+#include "data/tokenizers/bpe/regex_pretokenizer.h"
 
 namespace sinklm {
 namespace {
 
 std::vector<std::string> pieces(const std::string& text) {
-  Gpt2PreTokenizer pre;
+  RegexPreTokenizer pre;
   std::vector<std::string> out;
   for (auto p : pre.split(text)) out.emplace_back(p);
   return out;
 }
 
-TEST(Gpt2PreTokenizer, SplitsLikeGpt2sPattern) {
+TEST(RegexPreTokenizer, SplitsLikeGpt2sPattern) {
   using V = std::vector<std::string>;
   EXPECT_EQ(pieces("Hello world"), (V{"Hello", " world"}));
   EXPECT_EQ(pieces("it's  fine!!"), (V{"it", "'s", " ", " fine", "!!"}));
@@ -31,7 +31,7 @@ TEST(Gpt2PreTokenizer, SplitsLikeGpt2sPattern) {
   EXPECT_EQ(pieces("a\u3000\u3000b"), (V{"a", "\u3000", "\u3000", "b"}));
 }
 
-TEST(Gpt2PreTokenizer, InvalidBytesAreOtherCharactersAndPiecesCoverTheInput) {
+TEST(RegexPreTokenizer, InvalidBytesAreOtherCharactersAndPiecesCoverTheInput) {
   using V = std::vector<std::string>;
   EXPECT_EQ(pieces("ab\xff\xfe!cd"), (V{"ab", "\xff\xfe!", "cd"}));
   EXPECT_EQ(pieces("caf\xc3"), (V{"caf", "\xc3"}));

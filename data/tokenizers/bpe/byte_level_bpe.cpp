@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <queue>
 
 #include "core/error.h"
 #include "data/tokenizers/nfc.h"
@@ -11,7 +10,6 @@
 namespace sinklm {
 namespace {
 
-constexpr uint32_t kDead = UINT32_MAX;
 constexpr size_t kPieceCacheLimit = 1 << 18;  // entries
 constexpr size_t kLongestCachedPiece = 256;     // bytes; longer pieces (runs of digits, spaces) are rare
 constexpr size_t kParallelPartBytes = 1 << 20;
@@ -36,7 +34,13 @@ PieceCache& piece_cache(uint64_t instance) {
 }  // namespace
 
 ByteLevelBpe::ByteLevelBpe(ByteLevelBpeVocab vocab)
-    : vocab_(std::move(vocab)), merges_(vocab_.merges), instance_(next_instance++) {
+    : vocab_(std::move(vocab)),
+      pretokenizer_(vocab_.split_pattern.empty()
+                        ? std::make_unique<RegexPreTokenizer>()
+                        : std::make_unique<RegexPreTokenizer>(vocab_.split_pattern, vocab_.source + " pre_tokenizer Split")),
+      merges_(vocab_.merges),
+      added_(vocab_.added_tokens),
+      instance_(next_instance++) {
   uint32_t size = 0;
   for (const auto& [bytes, id] : vocab_.tokens) size = std::max(size, id + 1);
   for (const auto& t : vocab_.added_tokens) size = std::max(size, t.id + 1);
@@ -53,29 +57,18 @@ ByteLevelBpe::ByteLevelBpe(ByteLevelBpeVocab vocab)
       fail(vocab_.source, ": byte 0x", std::hex, b, " has no token; a byte-level BPE vocabulary needs all 256");
     byte_id_[b] = it->second;
   }
-  added_by_first_byte_.resize(256);
-  bool have_eot = false;
-  int64_t begin_of_text = -1;
   for (const auto& t : vocab_.added_tokens) {
     if (t.content.empty()) fail(vocab_.source, ": added token ", t.id, " is empty");
     id_bytes_[t.id] = t.content;
     id_known_[t.id] = true;
-    added_by_first_byte_[static_cast<unsigned char>(t.content[0])].push_back(&t);
-    // The special tokens by their names in the GPT-2/NeoX/Qwen2 (<|endoftext|>) and Llama-3 vocabularies.
-    if (t.content == "<|endoftext|>" || (t.content == "<|end_of_text|>" && !have_eot)) {
-      end_of_text_id_ = t.id;
-      have_eot = true;
-    }
-    if (t.content == "<|begin_of_text|>") begin_of_text = t.id;
-    if (t.content == "<|padding|>") padding_id_ = t.id;
   }
-  begin_of_text_id_ = begin_of_text >= 0 ? static_cast<uint32_t>(begin_of_text) : end_of_text_id_;
-  for (auto& list : added_by_first_byte_)
-    std::stable_sort(list.begin(), list.end(),
-                     [](const AddedToken* a, const AddedToken* b) { return a->content.size() > b->content.size(); });
-  if (!have_eot)
-    fail(vocab_.source, ": no <|endoftext|> (or <|end_of_text|>) token; it separates documents in token shards "
-         "(add it as an added token)");
+  const SpecialTokenIds special = special_ids_by_name(vocab_.added_tokens);
+  if (special.end_of_text < 0)
+    fail(vocab_.source, ": no <|endoftext|> (or <|end_of_text|>, </s>) token; it separates documents in token "
+         "shards (add it as an added token)");
+  end_of_text_id_ = static_cast<uint32_t>(special.end_of_text);
+  begin_of_text_id_ = static_cast<uint32_t>(special.begin_of_text >= 0 ? special.begin_of_text : special.end_of_text);
+  padding_id_ = special.padding;
 }
 
 std::string ByteLevelBpe::description() const {
@@ -84,37 +77,23 @@ std::string ByteLevelBpe::description() const {
 
 std::vector<ByteLevelBpe::Part> ByteLevelBpe::parts(std::string_view text, size_t max_text_bytes) const {
   std::vector<Part> out;
-  auto add_text = [&](size_t begin, size_t end) {
+  for (const TextSpan& span : added_.split(text)) {
+    if (span.added_id >= 0) {
+      out.push_back(Part{span.text, span.added_id, true});
+      continue;
+    }
     bool segment_start = true;
-    while (begin < end) {
-      size_t cut = end;
-      if (end - begin > max_text_bytes) {
+    for (size_t begin = 0; begin < span.text.size();) {
+      size_t cut = span.text.size();
+      if (cut - begin > max_text_bytes) {
         cut = begin + max_text_bytes;
-        while (cut < end && !Gpt2PreTokenizer::is_safe_cut(text, cut)) ++cut;
+        while (cut < span.text.size() && !pretokenizer_->is_safe_cut(span.text, cut)) ++cut;
       }
-      out.push_back(Part{text.substr(begin, cut - begin), -1, segment_start});
+      out.push_back(Part{span.text.substr(begin, cut - begin), -1, segment_start});
       segment_start = false;
       begin = cut;
     }
-  };
-  size_t text_start = 0;
-  for (size_t pos = 0; pos < text.size();) {
-    const AddedToken* match = nullptr;
-    for (const AddedToken* t : added_by_first_byte_[static_cast<unsigned char>(text[pos])])
-      if (text.compare(pos, t->content.size(), t->content) == 0) {
-        match = t;
-        break;
-      }
-    if (!match) {
-      ++pos;
-      continue;
-    }
-    add_text(text_start, pos);
-    out.push_back(Part{text.substr(pos, match->content.size()), match->id, true});
-    pos += match->content.size();
-    text_start = pos;
   }
-  add_text(text_start, text.size());
   return out;
 }
 
@@ -133,7 +112,7 @@ void ByteLevelBpe::encode_part(const Part& part, TokenIds& out) const {
     prepared = " " + std::string(text);
     text = prepared;
   }
-  for (std::string_view piece : pretokenizer_.split(text)) encode_piece(piece, out);
+  for (std::string_view piece : pretokenizer_->split(text)) encode_piece(piece, out);
 }
 
 void ByteLevelBpe::encode_piece(std::string_view piece, TokenIds& out) const {
@@ -166,42 +145,9 @@ void ByteLevelBpe::encode_piece(std::string_view piece, TokenIds& out) const {
 }
 
 void ByteLevelBpe::merge_bytes(std::string_view piece, TokenIds& out) const {
-  struct Symbol {
-    uint32_t id;
-    int32_t prev, next;
-  };
-  struct Candidate {
-    uint32_t rank;
-    int32_t pos;
-    uint32_t left, right, result;
-    bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
-  };
-  const int32_t n = static_cast<int32_t>(piece.size());
-  std::vector<Symbol> symbols(n);
-  for (int32_t i = 0; i < n; ++i)
-    symbols[i] = Symbol{byte_id_[static_cast<unsigned char>(piece[i])], i - 1, i + 1 < n ? i + 1 : -1};
-  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> queue;
-  auto consider = [&](int32_t pos) {
-    if (pos < 0 || symbols[pos].next < 0) return;
-    uint32_t left = symbols[pos].id, right = symbols[symbols[pos].next].id;
-    if (const MergeRule* rule = merges_.find(left, right))
-      queue.push(Candidate{rule->rank, pos, left, right, rule->result});
-  };
-  for (int32_t i = 0; i + 1 < n; ++i) consider(i);
-  while (!queue.empty()) {
-    Candidate c = queue.top();
-    queue.pop();
-    Symbol& left = symbols[c.pos];
-    if (left.id != c.left || left.next < 0 || symbols[left.next].id != c.right) continue;  // stale
-    Symbol& right = symbols[left.next];
-    left.id = c.result;
-    right.id = kDead;
-    left.next = right.next;
-    if (left.next >= 0) symbols[left.next].prev = c.pos;
-    consider(left.prev);
-    consider(c.pos);
-  }
-  for (int32_t i = 0; i >= 0; i = symbols[i].next) out.push_back(symbols[i].id);
+  std::vector<uint32_t> symbols(piece.size());
+  for (size_t i = 0; i < piece.size(); ++i) symbols[i] = byte_id_[static_cast<unsigned char>(piece[i])];
+  merge_symbols(symbols, merges_, out);
 }
 
 TokenIds ByteLevelBpe::encode(std::string_view text) const {

@@ -1,6 +1,7 @@
-// Byte-level BPE (GPT-2, GPT-NeoX, tiktoken's r50k/p50k rank files).
+// Byte-level BPE (GPT-2, GPT-NeoX, tiktoken's r50k/p50k rank files; Llama-3, Qwen2 and cl100k tokenizer.json
+// files, whose Split pre-tokenizer names its own pattern).
 // Encoding: cut out added tokens (leftmost-longest match), optionally NFC-normalise and prefix a space,
-// split with GPT-2's pattern (Gpt2PreTokenizer), then merge each piece's bytes by BPE: repeatedly the
+// split with GPT-2's pattern or the file's (RegexPreTokenizer), then merge each piece's bytes by BPE: repeatedly the
 // adjacent pair with the lowest merge rank, the leftmost on ties. Every byte value is a token, so any
 // byte string encodes and decode(encode(x)) == x whenever no normalizer is configured.
 #pragma once
@@ -9,17 +10,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "data/tokenizers/bpe/gpt2_pretokenizer.h"
+#include "data/tokenizers/bpe/added_tokens.h"
+#include "data/tokenizers/bpe/regex_pretokenizer.h"
 #include "data/tokenizers/bpe/merge_table.h"
 #include "data/tokenizers/tokenizer.h"
 
 namespace sinklm {
-
-struct AddedToken {
-  std::string content;  // raw UTF-8, matched literally in the input
-  uint32_t id = 0;
-  bool special = false;
-};
 
 // What a vocabulary file describes; filled by the readers in byte_level_bpe_files.h.
 struct ByteLevelBpeVocab {
@@ -29,6 +25,7 @@ struct ByteLevelBpeVocab {
   bool whole_piece_first = false;  // tiktoken, HF ignore_merges: a piece that is itself a token is that token
   bool add_prefix_space = false;   // HF ByteLevel add_prefix_space
   bool nfc = false;                // HF normalizer NFC
+  std::string split_pattern;       // HF Split pre-tokenizer's regex (behaviour Isolated); empty: GPT-2's
   std::string source;              // the file, for messages
 };
 
@@ -59,13 +56,13 @@ class ByteLevelBpe : public Tokenizer {
   void merge_bytes(std::string_view piece, TokenIds& out) const;
 
   ByteLevelBpeVocab vocab_;
-  Gpt2PreTokenizer pretokenizer_;
+  std::unique_ptr<RegexPreTokenizer> pretokenizer_;
   MergeTable merges_;
   std::vector<std::string> id_bytes_;
   std::vector<bool> id_known_;
   std::unordered_map<std::string, uint32_t> id_of_bytes_;
   uint32_t byte_id_[256];
-  std::vector<std::vector<const AddedToken*>> added_by_first_byte_;  // longest first
+  AddedTokenMatcher added_;
   uint32_t end_of_text_id_ = 0;
   uint32_t begin_of_text_id_ = 0;
   int64_t padding_id_ = -1;

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "data/tokenizers/bpe/byte_level_alphabet.h"
+#include "data/tokenizers/bpe/tokenizer_json.h"
 #include "data/io/read_file.h"
 
 namespace sinklm {
@@ -16,13 +17,6 @@ namespace {
 
 using json = nlohmann::json;
 
-json parse_json(const std::string& path) {
-  try {
-    return json::parse(read_file(path));
-  } catch (const json::exception& e) {
-    fail(path, ": not valid JSON: ", e.what());
-  }
-}
 
 // token string (byte-level alphabet) -> id, as in vocab.json and tokenizer.json's model.vocab.
 // Entries that are added tokens (by id) may be plain text and are skipped here.
@@ -52,27 +46,55 @@ void add_merge(const std::string& left, const std::string& right, const std::str
   out.merges.push_back(MergeRule{id(left), id(right), id(left + right), static_cast<uint32_t>(rank)});
 }
 
+// Split's pattern: {"Regex": "..."} (Llama-3, Qwen2) or {"String": "..."} (a literal).
+std::string split_pattern(const json& split, const std::string& path) {
+  const json& pattern = split.value("pattern", json());
+  if (pattern.contains("Regex")) return pattern["Regex"].get<std::string>();
+  if (pattern.contains("String")) return "\\Q" + pattern["String"].get<std::string>() + "\\E";
+  fail(path, ": pre_tokenizer Split has no pattern (Regex or String): ", split.dump());
+}
+
+// The pre-tokenizers of byte-level files: ByteLevel with use_regex (GPT-2's pattern), or a Split (behaviour
+// Isolated, not inverted) followed by ByteLevel without its regex (Llama-3, Qwen2, cl100k exports).
+void read_byte_level_pre_tokenizer(const json& pre, const std::string& path, ByteLevelBpeVocab& out) {
+  std::vector<json> steps;
+  if (pre.value("type", "") == "Sequence")
+    for (const json& step : pre.value("pretokenizers", json::array())) steps.push_back(step);
+  else if (!pre.is_null())
+    steps.push_back(pre);
+  auto unsupported = [&](const json& step) {
+    fail(path, ": pre_tokenizer component ", step.value("type", step.dump()), " is not supported here (sinklm "
+         "reads ByteLevel with use_regex, Split (Isolated) then ByteLevel, or Metaspace), got ", pre.dump());
+  };
+  if (steps.empty() || steps.back().value("type", "") != "ByteLevel") unsupported(steps.empty() ? pre : steps.back());
+  const json& byte_level = steps.back();
+  out.add_prefix_space = byte_level.value("add_prefix_space", false);
+  const bool gpt2_regex = byte_level.value("use_regex", true);
+  if (steps.size() == 1) {
+    if (!gpt2_regex) fail(path, ": pre_tokenizer ByteLevel without use_regex and no Split before it: nothing cuts "
+                          "the text into pieces; got ", pre.dump());
+    return;
+  }
+  const json& split = steps.front();
+  if (steps.size() != 2 || split.value("type", "") != "Split") unsupported(split);
+  if (gpt2_regex) fail(path, ": pre_tokenizer Split followed by ByteLevel with use_regex splits twice; sinklm reads "
+                       "ByteLevel with use_regex false after a Split");
+  if (split.value("behavior", "") != "Isolated" || split.value("invert", false))
+    fail(path, ": pre_tokenizer Split with behavior ", split.value("behavior", json()).dump(), " and invert ",
+         split.value("invert", false), " is not supported (Isolated, invert false)");
+  out.split_pattern = split_pattern(split, path);
+}
+
 }  // namespace
 
-ByteLevelBpeVocab read_hf_tokenizer_json(const std::string& path) {
-  json root = parse_json(path);
+ByteLevelBpeVocab read_hf_tokenizer_json(const json& root, const std::string& path) {
   ByteLevelBpeVocab out;
   out.source = path;
   const json& model = root.value("model", json());
-  if (model.value("type", "") != "BPE")
-    fail(path, ": model.type is '", model.value("type", "missing"), "'; only BPE models are byte-level BPE");
-  for (const char* unsupported : {"continuing_subword_prefix", "end_of_word_suffix"})
-    if (model.contains(unsupported) && !model[unsupported].is_null() && model[unsupported] != "")
-      fail(path, ": model.", unsupported, " is set; byte-level BPE does not use it");
-  if (model.contains("dropout") && !model["dropout"].is_null())
-    fail(path, ": model.dropout is set; sinklm encodes deterministically (set it to null)");
+  check_bpe_model(model, path);
   out.whole_piece_first = model.value("ignore_merges", false);
 
-  json pre = root.value("pre_tokenizer", json());
-  if (pre.value("type", "") == "Sequence" && pre["pretokenizers"].size() == 1) pre = pre["pretokenizers"][0];
-  if (pre.value("type", "") != "ByteLevel" || !pre.value("use_regex", true))
-    fail(path, ": pre_tokenizer must be ByteLevel with use_regex (GPT-2's pattern), got ", pre.dump());
-  out.add_prefix_space = pre.value("add_prefix_space", false);
+  read_byte_level_pre_tokenizer(root.value("pre_tokenizer", json()), path, out);
 
   const json& normalizer = root.value("normalizer", json());
   if (!normalizer.is_null()) {
@@ -81,34 +103,15 @@ ByteLevelBpeVocab read_hf_tokenizer_json(const std::string& path) {
     out.nfc = true;
   }
 
+  out.added_tokens = read_added_tokens(root, path);
   std::unordered_set<uint32_t> added_ids;
-  for (const json& t : root.value("added_tokens", json::array())) {
-    for (const char* flag : {"single_word", "lstrip", "rstrip"})
-      if (t.value(flag, false))
-        fail(path, ": added token '", t.value("content", ""), "' sets ", flag, ", which sinklm does not support");
-    AddedToken token{t.at("content").get<std::string>(), t.at("id").get<uint32_t>(), t.value("special", false)};
-    added_ids.insert(token.id);
-    out.added_tokens.push_back(std::move(token));
-  }
+  for (const auto& t : out.added_tokens) added_ids.insert(t.id);
 
   std::unordered_map<std::string, uint32_t> id_of_string;
   read_alphabet_vocab(model.value("vocab", json()), path + " model.vocab", added_ids, out, id_of_string);
   const json& merges = model.value("merges", json::array());
   for (size_t rank = 0; rank < merges.size(); ++rank) {
-    const json& m = merges[rank];
-    std::string left, right;
-    if (m.is_string()) {
-      std::string line = m.get<std::string>();
-      size_t space = line.find(' ');
-      if (space == std::string::npos) fail(path, ": merge ", rank, " '", line, "' is not 'left right'");
-      left = line.substr(0, space);
-      right = line.substr(space + 1);
-    } else if (m.is_array() && m.size() == 2) {
-      left = m[0].get<std::string>();
-      right = m[1].get<std::string>();
-    } else {
-      fail(path, ": merge ", rank, " is neither 'left right' nor [left, right]");
-    }
+    const auto [left, right] = merge_pair(merges[rank], path, rank);
     add_merge(left, right, path, rank, id_of_string, out);
   }
   return out;
@@ -117,7 +120,7 @@ ByteLevelBpeVocab read_hf_tokenizer_json(const std::string& path) {
 ByteLevelBpeVocab read_vocab_and_merges(const std::string& vocab_json_path, const std::string& merges_txt_path) {
   ByteLevelBpeVocab out;
   out.source = vocab_json_path;
-  json vocab = parse_json(vocab_json_path);
+  json vocab = read_json_file_for_tokenizer(vocab_json_path);
   std::unordered_set<uint32_t> added_ids;
   if (vocab.contains("<|endoftext|>")) {
     uint32_t id = vocab["<|endoftext|>"].get<uint32_t>();

@@ -1,5 +1,7 @@
-// The merge rules of a byte-level BPE as an open-addressing hash table: (left id, right id) -> the merged
-// token and its priority (lower merges first). Built once, then read-only and shared by all threads.
+// The merge rules of a BPE as an open-addressing hash table: (left id, right id) -> the merged token and its
+// priority (lower merges first). Built once, then read-only and shared by all threads. merge_symbols() is
+// BPE itself, the same for byte-level vocabularies (symbols start as bytes) and SentencePiece-style ones
+// (symbols start as characters or byte-fallback tokens).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -45,5 +47,9 @@ class MergeTable {
   size_t mask_ = 0;
   size_t count_ = 0;
 };
+
+// BPE on one piece: repeatedly merges the adjacent pair with the lowest rank (the leftmost on ties) until no
+// pair merges; appends the resulting ids to `out`.
+void merge_symbols(const std::vector<uint32_t>& symbols, const MergeTable& merges, std::vector<uint32_t>& out);
 
 }  // namespace sinklm
