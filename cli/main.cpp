@@ -27,7 +27,7 @@ struct Subcommand {
 const Subcommand kSubcommands[] = {
     {"config", "the configuration reference: every key, type, default and range (--markdown, --yaml)",
      sinklm::run_config_command},
-    {"info", "describe a config or checkpoint: architecture, sink mode, parameters, memory",
+    {"info", "describe a config or checkpoint (architecture, sink mode, parameters, memory), or without one this build (LibTorch, CUDA runtime, driver, NCCL)",
      sinklm::run_info_command},
     {"init", "build a freshly initialised model from a config and save it as a checkpoint",
      sinklm::run_init_command, RunsModel::Yes},

@@ -1,7 +1,16 @@
 #!/usr/bin/env bash
 # One-shot, idempotent setup on a fresh Debian 12 machine:
 #   apt packages -> project-local venv (LibTorch from the PyPI torch wheel + test oracles) -> Release build.
-# Usage: scripts/setup.sh [--no-build]
+# Usage: scripts/setup.sh [--no-build | --configure-only]
+#
+# The LibTorch to build against (docs/training.md, "The cluster's own CUDA"):
+#   SINKLM_LIBTORCH unset   the pinned PyPI wheel below (CUDA 13.0: an NVIDIA driver >= 580)
+#   SINKLM_LIBTORCH=DIR     a LibTorch prefix (DIR/share/cmake/Torch/TorchConfig.cmake): an unzipped libtorch, a
+#                           cluster's module, or another venv's site-packages/torch; the project venv keeps the
+#                           pinned wheel for the test oracles
+#   SINKLM_LIBTORCH=SPEC    a pip requirement for the venv's torch instead of the pinned one: torch==VERSION, a
+#                           .whl file or its URL (e.g. a CUDA 12.6 wheel from download.pytorch.org)
+# SINKLM_BUILD_DIR: the build directory (default build/).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -17,7 +26,19 @@ APT_PACKAGES+=(libicu-dev zlib1g-dev libzstd-dev zstd libreadline8)
 # train: tensorboard is the reader of the trainer's event files (tests/train).
 # eval: lm-eval (with accelerate, which its HF backend imports) is the reference of tests/eval; its [api]
 # extra (tenacity, aiohttp) runs its local-completions model against `sinklm serve` (tests/serve).
-PIP_PACKAGES=("torch==${TORCH_VERSION}" numpy transformers tokenizers safetensors tiktoken matplotlib openai "lm-eval[api]" accelerate tensorboard)
+libtorch="${SINKLM_LIBTORCH:-}"
+torch_requirement="torch==${TORCH_VERSION}"
+case "$libtorch" in
+  "") ;;
+  *.whl | http://* | https://* | torch*) [ -d "$libtorch" ] || torch_requirement="$libtorch" ;;
+  *) [ -d "$libtorch" ] || {
+       echo "[setup] error: SINKLM_LIBTORCH=$libtorch is no directory; give a LibTorch prefix, or a pip requirement" \
+            "for torch (torch==VERSION, a .whl file or its URL)" >&2
+       exit 2
+     } ;;
+esac
+build_dir="${SINKLM_BUILD_DIR:-build}"
+PIP_PACKAGES=("$torch_requirement" numpy transformers tokenizers safetensors tiktoken matplotlib openai "lm-eval[api]" accelerate tensorboard)
 # data: GPT-2's tiktoken rank file (whisper/assets/gpt2.tiktoken) ships in openai-whisper; its own deps are unneeded.
 PIP_NO_DEPS_PACKAGES=(openai-whisper)
 
@@ -50,10 +71,23 @@ fi
 
 [ "${1:-}" = "--no-build" ] && exit 0
 
-torch_prefix="$(.venv/bin/python -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')"
+if [ -d "$libtorch" ]; then
+  torch_prefix="$(cd "$libtorch" && pwd)"
+  [ -f "$torch_prefix/share/cmake/Torch/TorchConfig.cmake" ] || {
+    echo "[setup] error: SINKLM_LIBTORCH=$libtorch has no share/cmake/Torch/TorchConfig.cmake; point it at a LibTorch" \
+         "prefix (an unzipped libtorch, or a torch package directory such as .../site-packages/torch)" >&2
+    exit 2
+  }
+  echo "[setup] LibTorch from SINKLM_LIBTORCH: $torch_prefix"
+else
+  torch_prefix="$(.venv/bin/python -c 'import os, torch; print(os.path.dirname(torch.__file__))')"
+fi
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_PREFIX_PATH="$torch_prefix" -DPython3_EXECUTABLE="$root/.venv/bin/python" "${launcher[@]}"
-cmake --build build -j "$(nproc)"
-echo "[setup] built: build/sinklm"
+# Torch_DIR as well as the prefix: find_package caches it, so switching LibTorch in an existing build needs both.
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$torch_prefix" -DTorch_DIR="$torch_prefix/share/cmake/Torch" \
+  -DPython3_EXECUTABLE="$root/.venv/bin/python" "${launcher[@]}"
+[ "${1:-}" = "--configure-only" ] && exit 0
+cmake --build "$build_dir" -j "$(nproc)"
+echo "[setup] built: $build_dir/sinklm"

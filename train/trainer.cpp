@@ -18,6 +18,7 @@
 #include "model/autocast_guard.h"
 #include "model/io/checkpoint.h"
 #include "model/io/init_from_checkpoint.h"
+#include "train/distributed/cuda_versions.h"
 #include "train/run_vocabulary.h"
 #include "model/analysis/kernel_trace.h"
 #include "train/linear_cross_entropy.h"
@@ -36,7 +37,11 @@ constexpr int64_t kIgnoreTarget = -100;
 
 torch::Device pick_device(const TrainOptions& o, const DistributedContext& context) {
   const bool cuda = torch::cuda::is_available();
-  if (o.device == "cuda" && !cuda) fail("train.device is cuda but no CUDA device is visible");
+  if (!cuda && o.device != "cpu") {  // a driver too old for LibTorch's runtime looks like no GPU: say which
+    const std::string mismatch = driver_mismatch(cuda_versions());
+    if (o.device == "cuda") fail("train.device is cuda but no CUDA device is usable", mismatch.empty() ? "" : ": " + mismatch);
+    if (!mismatch.empty() && context.is_root()) std::cerr << "sinklm train: training on the CPU: " << mismatch << "\n";
+  }
   if (o.device == "cpu" || !cuda) return torch::kCPU;
   const int count = static_cast<int>(torch::cuda::device_count());
   if (context.local_size() > count)

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #include <filesystem>
 #include <iostream>
@@ -12,11 +13,40 @@
 #include "model/io/checkpoint.h"
 #include "model/analysis/model_summary.h"
 #include "model/io/safetensors.h"
+#include "core/system/cpu_features.h"
+#include "train/distributed/cuda_versions.h"
 
 namespace fs = std::filesystem;
 
 namespace sinklm {
 namespace {
+
+// `sinklm info` without a path: what this build runs with (LibTorch, the CUDA runtime, the driver, NCCL, the
+// CPU kernels' instruction set). Exit 1 when the driver cannot run the CUDA runtime, naming both.
+int print_system(bool as_json) {
+  const CudaVersions cuda = cuda_versions();
+  nlohmann::json system = to_json(cuda);
+  system["libtorch"] = TORCH_VERSION;
+  system["cuda_devices"] = torch::cuda::is_available() ? torch::cuda::device_count() : 0;
+  system["cpu_kernels"] = cpu_has_avx512f() ? "avx512" : cpu_has_avx2_fma() ? "avx2" : "none (LibTorch only)";
+  system["threads"] = at::get_num_threads();
+  const std::string mismatch = driver_mismatch(cuda);
+  if (as_json) {
+    std::cout << system.dump(2) << "\n";
+  } else {
+    std::cout << "sinklm info: this build\n"
+              << "  libtorch      " << TORCH_VERSION << "\n"
+              << "  cuda runtime  " << cuda_version_text(cuda.runtime) << "\n"
+              << "  nvidia driver " << (cuda.driver ? "supports CUDA " + cuda_version_text(cuda.driver) : std::string("none loaded"))
+              << (cuda.driver_release.empty() ? "" : ", release " + cuda.driver_release) << "\n"
+              << "  nccl          " << nccl_version_text(cuda.nccl) << "\n"
+              << "  cuda devices  " << system["cuda_devices"] << "\n"
+              << "  cpu kernels   " << system["cpu_kernels"].get<std::string>() << ", " << system["threads"] << " threads\n";
+  }
+  if (mismatch.empty()) return 0;
+  std::cerr << "sinklm info: error: " << mismatch << "\n";
+  return 1;
+}
 
 Config config_from_path(const std::string& path, const std::vector<std::string>& overrides) {
   Config config = fs::is_directory(path) ? load_checkpoint_config(path) : Config::load_file(path);
@@ -30,11 +60,12 @@ int run_info_command(const std::vector<std::string>& argv) {
   std::vector<std::string> overrides;
   bool json = false;
   CacheFlags cache_flag_values;
-  Args args("info", "<config.yaml | checkpoint-dir> [--set KEY=VALUE ...] [--json] [--cache POLICY --window W ...]",
+  Args args("info", "[<config.yaml | checkpoint-dir> [--set KEY=VALUE ...] [--cache POLICY --window W ...]] [--json]  (no path: this build's LibTorch, CUDA runtime, driver and NCCL)",
             with_flags({set_flag(&overrides), flag(&json, "json", "print one JSON object instead of text")},
                        {cache_flags(cache_flag_values)}),
             argv);
   if (args.print_help_if_requested()) return 0;
+  if (args.positionals().empty()) return print_system(json);
   if (args.positionals().size() != 1) {
     std::cout << args.usage();
     return 2;

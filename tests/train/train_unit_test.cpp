@@ -10,6 +10,7 @@
 #include "../model/model_test_support.h"
 #include "model/gpt_neox.h"
 #include "train/adamw.h"
+#include "train/distributed/cuda_versions.h"
 #include "train/distributed/flat_parameters.h"
 #include "train/linear_cross_entropy.h"
 #include "model/kernels/softmax_cross_entropy.h"
@@ -17,6 +18,20 @@
 
 namespace sinklm {
 namespace {
+
+TEST(CudaVersions, ADriverOlderThanTheRuntimesMajorIsNamedWithBoth) {
+  EXPECT_EQ(cuda_version_text(12040), "12.4");
+  EXPECT_EQ(nccl_version_text(22809), "2.28.9");
+  EXPECT_EQ(nccl_version_text(2804), "2.8.4");  // before 2.9: 1000 * major + 100 * minor + patch
+  const std::string why = driver_mismatch(CudaVersions{13000, 12040, "550.54.14", 0});
+  for (const char* said : {"release 550.54.14", "supports CUDA up to 12.4", "runtime is 13.0", "driver >= 580",
+                           "LibTorch for CUDA 12.x", "SINKLM_LIBTORCH"})
+    EXPECT_NE(why.find(said), std::string::npos) << said << " in: " << why;
+  EXPECT_EQ(driver_mismatch(CudaVersions{13000, 13020, "", 0}), "");
+  EXPECT_EQ(driver_mismatch(CudaVersions{12060, 12020, "", 0}), "") << "minor versions are compatible";
+  EXPECT_EQ(driver_mismatch(CudaVersions{13000, 0, "", 0}), "") << "no driver: a CPU machine, nothing to refuse";
+  EXPECT_EQ(driver_mismatch(CudaVersions{0, 12040, "", 0}), "") << "a CPU-only build";
+}
 
 TEST(LearningRate, WarmupThenCosineToTheFloor) {
   const double peak = 6e-4;

@@ -5,8 +5,10 @@
 
 #include <string>
 
-#ifdef SINKLM_WITH_NCCL
+#if defined(SINKLM_WITH_CUDA) || defined(SINKLM_WITH_NCCL)
 #include <cuda_runtime_api.h>
+#endif
+#ifdef SINKLM_WITH_NCCL
 #include <nccl.h>
 #endif
 
@@ -27,6 +29,8 @@ inline void check_call_result(int mpi_status, const char* call, const char* file
 inline void check_call_result(ncclResult_t status, const char* call, const char* file, int line) {
   if (status != ncclSuccess) throw_call_failure("NCCL", ncclGetErrorString(status), call, file, line);
 }
+#endif
+#if defined(SINKLM_WITH_CUDA) || defined(SINKLM_WITH_NCCL)
 inline void check_call_result(cudaError_t status, const char* call, const char* file, int line) {
   if (status != cudaSuccess) throw_call_failure("CUDA", cudaGetErrorString(status), call, file, line);
 }
