@@ -1,14 +1,54 @@
 #include <cmath>
 #include <iostream>
+#include <memory>
+#include <sstream>
 
 #include "core/config/args.h"
 #include "core/error.h"
 #include "cli/commands.h"
 #include "cli/inference_model.h"
+#include "data/tokenizers/text_codec.h"
+#include "eval/zero_shot/loglikelihood_scorer.h"
+#include "eval/zero_shot/task_share.h"
+#include "eval/zero_shot/tasks/benchmark_data.h"
 #include "train/stop_signal.h"
+#include "train/training_checkpoint.h"
 #include "train/trainer.h"
 
 namespace sinklm {
+namespace {
+
+// train.eval_tasks: the official sets (eval/zero_shot/tasks/benchmark_data.h), their first
+// train.eval_tasks_limit documents each, scored with the run's tokenizer and spread over the ranks
+// (eval/zero_shot/task_share.h). Sets and tokenizer are loaded now, so a wrong name fails before step 1.
+PeriodicEvaluation zero_shot_evaluation(const Config& config) {
+  const std::string list = config.get_string("train.eval_tasks");
+  if (list.empty()) return {};
+  std::vector<std::string> names;
+  if (list == "all") {
+    for (const auto& set : official_benchmarks()) names.push_back(set.task);
+  } else {
+    std::stringstream in(list);
+    for (std::string name; std::getline(in, name, ',');)
+      if (!name.empty()) names.push_back(name);
+  }
+  const int64_t limit = config.get_int("train.eval_tasks_limit");
+  auto tasks = std::make_shared<std::vector<ZeroShotTask>>();
+  for (const auto& name : names) tasks->push_back(load_official_task(name, limit));
+  const std::vector<std::string> files = run_tokenizer_files(config);
+  std::shared_ptr<TextCodec> codec = load_text_codec(files.empty() ? "bytes" : files.front(), "",
+                                                     ModelConfig::from(config).tokenizer_vocab_size);
+  PeriodicEvaluation evaluation;
+  evaluation.every = config.get_int("train.eval_tasks_every");
+  evaluation.score = [tasks, codec](GPTNeoXForCausalLM& model, int rank, int world,
+                                    const std::function<void(std::vector<double>&)>& sum_over_ranks) {
+    LoglikelihoodScorer scorer(model, *codec, 16);
+    return score_tasks_over_ranks(scorer, *tasks, rank, world, sum_over_ranks);
+  };
+  return evaluation;
+}
+
+}  // namespace
 
 int run_train_command(const std::vector<std::string>& argv) {
   std::string config_file, out;
@@ -33,6 +73,7 @@ int run_train_command(const std::vector<std::string>& argv) {
   install_stop_signal_handlers();
   try {
     Trainer trainer(config, args.require("out"), resume, context);
+    trainer.set_periodic_evaluation(zero_shot_evaluation(trainer.config()));
     TrainSummary summary = trainer.run();
     if (context.is_root()) {
       nlohmann::json out = {{"steps", summary.steps}, {"loss", summary.last_loss}, {"tokens_per_s", summary.tokens_per_second},

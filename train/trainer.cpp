@@ -355,6 +355,19 @@ void Trainer::log(const nlohmann::json& record) {
   if (tensorboard_) tensorboard_->add_scalars(record);
 }
 
+void Trainer::evaluate_tasks(int64_t done) {
+  torch::NoGradGuard no_grad;
+  const nlohmann::json scores =
+      evaluation_.score(model_, communicator_->rank(), communicator_->world_size(),
+                        [&](std::vector<double>& values) { communicator_->allreduce_sum_host(values, "zero-shot scores"); });
+  log({{"step", done}, {"zero_shot", scores}});
+  if (!communicator_->is_root()) return;
+  std::cerr << (::isatty(STDERR_FILENO) ? "\n" : "") << "step " << done << " zero-shot:";
+  for (const auto& [name, value] : scores.items())
+    if (name.size() < 2 || name.compare(name.size() - 2, 2, "/n") != 0) std::cerr << " " << name << " " << value.dump();
+  std::cerr << "\n";
+}
+
 void Trainer::report_profile() {
   nlohmann::json report = profile_->report(*communicator_, throughput_->tokens_per_step());
   if (!communicator_->is_root()) return;
@@ -436,6 +449,7 @@ TrainSummary Trainer::run() {
                     << " (matched context: " << summary.validation.matched << ")\n";
       }
     }
+    if (evaluation_.score && ((evaluation_.every > 0 && done % evaluation_.every == 0) || last)) evaluate_tasks(done);
     if ((options_.checkpoint_every > 0 && done % options_.checkpoint_every == 0) || last || r.stop.signal ||
         r.stop.checkpoint_due) {
       if (!last && (r.stop.signal || r.stop.checkpoint_due) && communicator_->is_root())

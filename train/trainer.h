@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -51,12 +52,25 @@ struct TrainSummary {
   std::string stopped_by;
 };
 
+// Scores a run logs beside its loss that come from libraries above train/ (zero-shot tasks: the train command
+// builds this from train.eval_tasks). `score` runs on every rank with the model as it is; `sum_over_ranks` is a
+// collective each rank calls once; it returns {"name": value} for metrics.jsonl ("zero_shot") and TensorBoard.
+struct PeriodicEvaluation {
+  int64_t every = 0;  // steps; 0: only after the last step
+  std::function<nlohmann::json(GPTNeoXForCausalLM& model, int rank, int world,
+                               const std::function<void(std::vector<double>&)>& sum_over_ranks)>
+      score;
+};
+
 class Trainer {
  public:
   // resume: continue from the newest complete checkpoint in run_dir (start fresh when there is none).
   Trainer(Config config, std::string run_dir, bool resume, const DistributedContext& context);
   ~Trainer();
   TrainSummary run();
+  // The config as resolved for the run (model.* sizes and ids from the tokenizer: train/run_vocabulary.h).
+  const Config& config() const { return config_; }
+  void set_periodic_evaluation(PeriodicEvaluation evaluation) { evaluation_ = std::move(evaluation); }
 
  private:
   // What the ranks agreed at a step boundary: stop on a signal (0 = none), or checkpoint by wall time.
@@ -87,11 +101,13 @@ class Trainer {
   void save_checkpoint(int64_t steps_done);
   void report_progress(int64_t done, const StepResult& r, TrainSummary& summary);
   void report_profile();  // collective: <run>/profile.json and the table (rank 0)
-  void log(const nlohmann::json& record);  // one metrics.jsonl line and its TensorBoard scalars (rank 0)
+  void log(const nlohmann::json& record);
+  void evaluate_tasks(int64_t done);  // evaluation_, logged as "zero_shot" (collective)  // one metrics.jsonl line and its TensorBoard scalars (rank 0)
 
   Config config_;
   std::string run_dir_;
   std::string init_from_note_;  // what train.init_from copied, for the start-up line
+  PeriodicEvaluation evaluation_;
   std::vector<std::string> tokenizer_files_;  // copied into every checkpoint (run_tokenizer_files)
   TrainOptions options_;
   ModelConfig model_config_;

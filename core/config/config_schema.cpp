@@ -105,6 +105,11 @@ std::vector<KeySpec> build_schema() {
       text("train.init_from", "",
            "start a fresh run from this checkpoint's weights (sinklm or Hugging Face GPT-NeoX, same architecture; "
            "a vanilla one into any sink mode) with a new optimizer and schedule; a resumed run ignores it"),
+      text("train.eval_tasks", "",
+           "zero-shot sets scored during training, spread over the ranks: comma-separated official set names "
+           "(arc_easy, piqa, ...) or all; logged as zero_shot/<task>/<metric> (empty = off)"),
+      integer("train.eval_tasks_every", 0, 0, 1e12, "score train.eval_tasks every N steps (0 = after the last step only)"),
+      integer("train.eval_tasks_limit", 200, 1, 1e12, "the first N documents of each train.eval_tasks set"),
       integer("train.keep_checkpoints", 3, 1, 1 << 20, "keep the newest K complete checkpoints"),
       integer("train.sink_probe_every", 0, 0, 1e12,
               "attention-sink probe every N steps on fixed validation sequences, to metrics.jsonl (0 = off)"),

@@ -13,7 +13,10 @@ vocabulary and token shards, all made by `sinklm prepare`. Then, on a tiny sink-
   - SIGUSR1 or SIGTERM on one rank of 2: every rank checkpoints that step and the job exits 75; a second
     SIGTERM during that checkpoint changes nothing; resumed, bit-identical to the uninterrupted run; a signal
     during start-up exits 75 having written nothing; train.checkpoint_minutes checkpoints by wall time;
-  - TensorBoard's own reader finds every number metrics.jsonl holds, at its step, after a kill and a resume.
+  - TensorBoard's own reader finds every number metrics.jsonl holds, at its step, after a kill and a resume;
+  - train.eval_tasks on 2 ranks: the zero-shot scores logged at the last step equal `sinklm eval` of the final
+    checkpoint on one process (same sets, same document limit), TensorBoard included; an unknown set is refused
+    before the first step.
 """
 import hashlib
 import json
@@ -111,12 +114,14 @@ def tensorboard_scalars(run_dir):
 
 
 def metrics_scalars(run_dir):
-    """{(key, step): float32 value} of every number in metrics.jsonl (a list as key/layer_<i>)."""
+    """{(key, step): float32 value} of every number in metrics.jsonl (a list as key/layer_<i>, an object as
+    key/<name>)."""
     out = {}
     for line in open(f"{run_dir}/metrics.jsonl"):
         record = json.loads(line)
         for key, value in record.items():
-            values = {key: value} if not isinstance(value, list) else {f"{key}/layer_{i}": v for i, v in enumerate(value)}
+            values = ({f"{key}/layer_{i}": v for i, v in enumerate(value)} if isinstance(value, list)
+                      else {f"{key}/{k}": v for k, v in value.items()} if isinstance(value, dict) else {key: value})
             for tag, v in values.items():
                 if key != "step" and isinstance(v, (int, float)) and not isinstance(v, bool):
                     out[(tag, record["step"])] = float(np.float32(v))
@@ -168,6 +173,32 @@ def stop_signals(r, shards):
     identical_runs("checkpoints by wall time leave the run bit-identical", r("clock"), r("one"))
 
 
+def zero_shot_during_training(work, shards):
+    run_dir, tasks, limit = os.path.join(work, "zero-shot"), "arc_easy,lambada_openai", 12
+    rc, out, _ = run(MPIRUN + train_command(run_dir, shards, f"train.eval_tasks={tasks}",
+                                            f"train.eval_tasks_limit={limit}", "train.eval_tasks_every=3"))
+    records = [json.loads(l) for l in open(f"{run_dir}/metrics.jsonl") if '"zero_shot"' in l] if rc == 0 else []
+    check(rc == 0 and [r["step"] for r in records] == [3, 6] and "step 6 zero-shot: arc_easy/acc" in out,
+          "train.eval_tasks on 2 ranks: scores every 3 steps, beside the loss", out[-400:])
+    if not records:
+        return
+    logged = records[-1]["zero_shot"]
+    results = os.path.join(work, "zero-shot-eval.json")
+    rc, out, _ = run([BIN, "eval", "--checkpoint", f"{run_dir}/checkpoints/step_00000006", "--tasks", tasks,
+                      "--limit", str(limit), "--out", results])
+    want = {f"{r['task']}/{r['metric']}": r["value"] for r in json.load(open(results))["results"]} if rc == 0 else {}
+    got = {k: v for k, v in logged.items() if not k.endswith("/n")}
+    close = want.keys() == got.keys() and all(abs(got[k] - want[k]) <= 1e-6 * max(1.0, abs(want[k])) for k in want)
+    check(close and all(logged[f"{t}/n"] == limit for t in tasks.split(",")),
+          "the last step's zero-shot scores = `sinklm eval --limit` of the final checkpoint on one process",
+          f"logged {got}, eval {want}")
+    board = tensorboard_scalars(run_dir)
+    check(("zero_shot/arc_easy/acc", 6) in board, "TensorBoard holds the zero-shot scores", str(sorted(board)[:5]))
+    rc, out, _ = run(train_command(os.path.join(work, "zero-shot-bad"), shards, "train.eval_tasks=arc_easy,nope"))
+    check(rc != 0 and "nope" in out and not os.path.exists(os.path.join(work, "zero-shot-bad", "checkpoints")),
+          "an unknown train.eval_tasks set is refused before the first step, named", out[-300:])
+
+
 def main():
     with temp_dir("sinklm-dist-") as work:
         shards = prepare_data(work)
@@ -195,6 +226,7 @@ def main():
         rc, out, _ = run(train_command(r("killed"), shards) + ["--resume"])
         check(rc == 0 and "step_00000002" in out, "resume after SIGKILL completes from step 2", out[-300:])
         identical_runs("kill + resume == uninterrupted, bit for bit", r("killed"), r("one"))
+        zero_shot_during_training(work, shards)
         board, logged = tensorboard_scalars(r("killed")), metrics_scalars(r("killed"))
         check(board == logged and ("loss", 3) in board,
               "TensorBoard's reader gets every metrics.jsonl number at its step, after a kill and a resume",
