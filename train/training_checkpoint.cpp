@@ -120,8 +120,8 @@ std::vector<std::string> run_tokenizer_files(const Config& config) {
   if (named.empty()) return shards.files;
   std::vector<std::string> files = tokenizer_files(named, config.source() + ": data.tokenizer");
   if (!shards.files.empty() && tokenizer_sha256(files) != shards.sha256)
-    fail(config.source(), ": data.tokenizer ", named, " is not the tokenizer ", sources.front().shards,
-         " was made with (", shards.description, "; sha256 differs); drop data.tokenizer to use the shards' copy");
+    fail(config.source(), ": data.tokenizer ", named, " is not the tokenizer ",
+         sources.size() > 1 ? "data.mixture's first source " : "data.shards ", sources.front().shards, " was made with (", shards.description, "; sha256 differs); drop data.tokenizer to use the shards' copy");
   return files;
 }
 

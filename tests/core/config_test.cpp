@@ -6,18 +6,12 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "../support/user_error_of.h"
 
 namespace sinklm {
 namespace {
 
-std::string error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string error_of(const std::function<void()>& body) { return testing_support::user_error_of(body); }
 
 TEST(Config, DefaultsAreThePythia160mShape) {
   Config c;

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "data/shards/shard_directory.h"
 #include "test_dir.h"
+#include "../support/user_error_of.h"
 
 namespace sinklm {
 namespace {
@@ -43,14 +44,7 @@ LoaderOptions options(int64_t batch, int rank = 0, int world = 1) {
   return o;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string error_of(const std::function<void()>& body) { return testing_support::user_error_of(body); }
 
 TEST(MixtureLoader, ParsesDirectoriesAndWeightsAndRefusesBadEntries) {
   auto sources = parse_mixture(" runs/web=0.8, other/code = 0.2", "cfg.yaml");

@@ -11,6 +11,7 @@
 #include "data/shards/shard_directory.h"
 #include "data/tokenizers/tokenizer_files.h"
 #include "test_dir.h"
+#include "../support/user_error_of.h"
 
 namespace sinklm {
 namespace {
@@ -19,15 +20,7 @@ void write(const std::string& path, const std::string& text) { std::ofstream(pat
 
 std::string hex_of(const std::string& bytes) { return sha256_bytes(bytes.data(), bytes.size()); }
 
-template <typename F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string error_of(const std::function<void()>& body) { return testing_support::user_error_of(body); }
 
 TEST(TokenizerFiles, AFileADirectoryAndVocabJsonWithItsMerges) {
   testing::TestDir dir;

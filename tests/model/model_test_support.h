@@ -9,6 +9,7 @@
 #include "core/config/config.h"
 #include "core/error.h"
 #include "model/gpt_neox.h"
+#include "../support/user_error_of.h"
 
 namespace sinklm::testing_support {
 
@@ -59,16 +60,6 @@ inline torch::Tensor random_ids(int64_t batch, int64_t length, int64_t vocab, ui
 inline double scaled_max_error(const torch::Tensor& got, const torch::Tensor& expected) {
   if (got.sizes() != expected.sizes()) return std::numeric_limits<double>::infinity();
   return (got - expected).abs().max().item<double>() / (expected.abs().max().item<double>() + 1);
-}
-
-// The UserError message thrown by body, or "" if it did not throw one.
-inline std::string user_error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
 }
 
 }  // namespace sinklm::testing_support
