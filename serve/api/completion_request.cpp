@@ -196,6 +196,35 @@ json parse_body(const std::string& text) {
   return body;
 }
 
+// Fields whose request sinklm would answer wrongly if it ignored them: refused with 400 unsupported_parameter
+// naming the field, unless given their no-op value (clients that send every default keep working).
+void refuse_unsupported(const json& body) {
+  struct Refused {
+    const char* field;
+    bool (*no_op)(const json&);
+    const char* why;
+  };
+  static const Refused refused[] = {
+      {"tools", [](const json& v) { return v.is_null() || (v.is_array() && v.empty()); }, "sinklm serves a language model without tool calling"},
+      {"tool_choice", [](const json& v) { return v.is_null() || v == "none"; }, "sinklm serves a language model without tool calling"},
+      {"functions", [](const json& v) { return v.is_null() || (v.is_array() && v.empty()); }, "sinklm serves a language model without function calling"},
+      {"function_call", [](const json& v) { return v.is_null() || v == "none"; }, "sinklm serves a language model without function calling"},
+      {"response_format", [](const json& v) { return v.is_null() || (v.is_object() && v.value("type", "") == "text"); },
+       "sinklm has no constrained decoding (JSON mode or schemas); only {\"type\": \"text\"}"},
+      {"suffix", [](const json& v) { return v.is_null() || v == ""; }, "sinklm does not fill in the middle"},
+      {"best_of", [](const json& v) { return v.is_null() || v == 1; }, "sinklm returns the n samples it draws; use n"},
+      {"logit_bias", [](const json& v) { return v.is_null() || (v.is_object() && v.empty()); }, "the sampler does not bias logits yet"},
+      {"presence_penalty", [](const json& v) { return v.is_null() || v == 0; }, "the sampler applies no penalties yet"},
+      {"frequency_penalty", [](const json& v) { return v.is_null() || v == 0; }, "the sampler applies no penalties yet"},
+  };
+  for (const Refused& r : refused) {
+    auto it = body.find(r.field);
+    if (it != body.end() && !r.no_op(*it))
+      throw RequestError(400, "unsupported_parameter", str("'", r.field, "' is not supported: ", r.why, "; leave it out"),
+                         r.field);
+  }
+}
+
 std::vector<std::string> unknown_fields(const json& body, const std::set<std::string>& known) {
   std::vector<std::string> warnings;
   for (const auto& [key, value] : body.items())
@@ -248,8 +277,11 @@ CompletionRequest parse_completion_request(const std::string& text, bool chat, c
   else r.prompts = completion_prompts(body);
   if (!r.session_id.empty() && r.prompts.size() * r.n > 1)
     invalid("n", "must be 1, with one prompt, when continuing a session (a session is one stream)");
+  refuse_unsupported(body);
   const std::set<std::string> common = {"model", "max_tokens", "temperature", "top_p", "top_k", "n", "stream",
-                                        "stream_options", "logprobs", "stop", "seed", "session", "user"};
+                                        "stream_options", "logprobs", "stop", "seed", "session", "user", "tools",
+                                        "tool_choice", "functions", "function_call", "response_format", "suffix",
+                                        "best_of", "logit_bias", "presence_penalty", "frequency_penalty"};
   std::set<std::string> known = common;
   const std::vector<std::string> own = chat ? std::vector<std::string>{"messages", "max_completion_tokens", "top_logprobs"}
                                             : std::vector<std::string>{"prompt", "echo"};

@@ -40,8 +40,30 @@ TEST(CompletionRequest, NumbersOutOfRangeAndBadValuesAre400sNamingTheField) {
   EXPECT_EQ(refusal(R"({"prompt": "x", "temperature": })"), R(400, ""));  // not JSON at all
 }
 
+// A field that would change the answer if it were ignored is a 400 unsupported_parameter naming it; its no-op
+// value (what clients send by default) passes silently.
+TEST(CompletionRequest, FieldsItCannotHonourAre400sUnlessTheyAskForNothing) {
+  using R = std::pair<int, std::string>;
+  for (const char* field : {R"("tools": [{"type": "function", "function": {"name": "f"}}])", R"("tool_choice": "auto")",
+                            R"("functions": [{"name": "f"}])", R"("function_call": "auto")",
+                            R"("response_format": {"type": "json_object"})", R"("suffix": "end")", R"("best_of": 3)",
+                            R"("logit_bias": {"50256": -100})", R"("presence_penalty": 0.5)", R"("frequency_penalty": -1)"}) {
+    const std::string name = std::string(field).substr(1, std::string(field).find('"', 1) - 1);
+    EXPECT_EQ(refusal(std::string(R"({"prompt": "x", )") + field + "}"), R(400, name)) << field;
+  }
+  auto r = parse(R"({"prompt": "x", "tools": [], "tool_choice": "none", "response_format": {"type": "text"}, "suffix": "",
+                     "best_of": 1, "logit_bias": {}, "presence_penalty": 0, "frequency_penalty": 0.0, "functions": null})");
+  EXPECT_TRUE(r.warnings.empty()) << r.warnings.front();
+  try {
+    parse(R"({"prompt": "x", "response_format": {"type": "json_schema"}})");
+  } catch (const RequestError& e) {
+    EXPECT_EQ(e.code, "unsupported_parameter");
+    EXPECT_NE(std::string(e.what()).find("'response_format' is not supported"), std::string::npos) << e.what();
+  }
+}
+
 TEST(CompletionRequest, PromptsContentPartsLogprobsAndWarnings) {
-  auto r = parse(R"({"prompt": [[1, 2], [3]], "n": 2, "echo": true, "logprobs": 1, "max_tokens": 0, "best_of": 3})");
+  auto r = parse(R"({"prompt": [[1, 2], [3]], "n": 2, "echo": true, "logprobs": 1, "max_tokens": 0, "service_tier": "x"})");
   ASSERT_EQ(r.prompts.size(), 2u);
   EXPECT_TRUE(r.prompts[0].is_ids);
   EXPECT_EQ(r.prompts[1].ids, std::vector<int64_t>{3});
@@ -49,7 +71,7 @@ TEST(CompletionRequest, PromptsContentPartsLogprobsAndWarnings) {
   EXPECT_TRUE(r.echo);
   EXPECT_EQ(r.logprobs, 1);
   EXPECT_EQ(r.generation.max_tokens, 0);
-  EXPECT_EQ(r.warnings, std::vector<std::string>{"unsupported field 'best_of' ignored"});
+  EXPECT_EQ(r.warnings, std::vector<std::string>{"unsupported field 'service_tier' ignored"});
   EXPECT_EQ(parse(R"({"prompt": [5, 6]})").prompts[0].ids, (std::vector<int64_t>{5, 6}));
 
   auto chat = parse(R"({"messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}],

@@ -233,9 +233,18 @@ def run_checks(checkpoint, sessions_dir):
         check(parts.choices[0].message.content == plain.choices[0].message.content and len(content) == 3
               and all(len(c.top_logprobs) == 2 for c in content), "chat: text parts, logprobs with top_logprobs")
         code, body = curl(base, "-H", f"Authorization: Bearer {KEY}", base + "/v1/completions",
-                          "-d", json.dumps({"prompt": "x", "max_tokens": 1, "frequency_penalty": 0.5}))
-        check(code == 200 and json.loads(body)["warnings"] == ["unsupported field 'frequency_penalty' ignored"],
+                          "-d", json.dumps({"prompt": "x", "max_tokens": 1, "service_tier": "auto"}))
+        check(code == 200 and json.loads(body)["warnings"] == ["unsupported field 'service_tier' ignored"],
               "unknown fields are ignored and listed in warnings")
+        for field, value in [("tools", [{"type": "function", "function": {"name": "f", "parameters": {}}}]),
+                             ("response_format", {"type": "json_object"}), ("frequency_penalty", 0.5)]:
+            try:
+                client.chat.completions.create(model="tiny-bytes", max_tokens=3,
+                                               messages=[{"role": "user", "content": "Hi"}], **{field: value})
+                check(False, f"{field} is refused")
+            except openai.BadRequestError as e:
+                check(e.body.get("code") == "unsupported_parameter" and e.body.get("param") == field,
+                      f"openai client: {field} gets 400 unsupported_parameter naming it", str(e.body))
 
         # Errors: OpenAI-style JSON with 4xx, and the server keeps serving.
         try:
