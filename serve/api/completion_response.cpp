@@ -152,9 +152,9 @@ json CompletionResponse::chunk_json(const Job& job, const Choice& c, const Gener
   json out = {{"id", job.id}, {"object", chunk_object(job)}, {"created", job.created}, {"model", model_name_},
               {"choices", json::array({choice})}};
   if (first && !job.warnings.empty()) out["warnings"] = job.warnings;
+  // No usage here, even on a finish chunk: as OpenAI and vLLM do, a stream reports usage once, in the last
+  // chunk (usage_event), and only when stream_options.include_usage asks, so a client summing it counts once.
   if (!d.finish_reason.empty()) {
-    out["usage"] = {{"prompt_tokens", c.prompt_tokens}, {"completion_tokens", d.completion_tokens},
-                    {"total_tokens", c.prompt_tokens + d.completion_tokens}};
     out["stream"] = stream_info(job);
   } else {
     out["stream"] = stream_info(job, d.stream_length, d.kv_entries);

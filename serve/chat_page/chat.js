@@ -448,7 +448,7 @@ function takeChunk(event, progress, reply, timing) {
 // Streams one reply into `reply`, keeping what arrived in `progress` ({raw, tokens, finish}).
 async function streamReply(text, settings, reply, timing, progress, signal) {
   const body = { model: state.model || undefined, messages: [{ role: "user", content: text }], stream: true,
-                 session: state.session, ...settings };
+                 stream_options: { include_usage: true }, session: state.session, ...settings };
   const response = await whenIdle(() => api("/v1/chat/completions", { method: "POST", body, signal }));
   try {
     await readEvents(response, (event) => takeChunk(event, progress, reply, timing));

@@ -21,7 +21,7 @@ def drain_lets_the_stream_finish(checkpoint, sessions):
     port = int(base.rsplit(":", 1)[1])
     _, _, body = http_request(port, "POST", "/v1/sessions")
     session = json.loads(body)["id"]
-    stream = StreamedCompletion(port, dict(LONG, session=session))
+    stream = StreamedCompletion(port, dict(LONG, session=session, stream_options={"include_usage": True}))
     stream.start()
     stream.started.wait(30)
     proc.send_signal(signal.SIGTERM)
@@ -33,9 +33,11 @@ def drain_lets_the_stream_finish(checkpoint, sessions):
     check(status == 503 and "Retry-After" in headers and b"server_draining" in body,
           "while draining a new completion answers 503 with Retry-After", f"{status} {headers} {body[:160]}")
     stream.join(60)
-    last = stream.last_chunk()
-    check(stream.events and stream.events[-1] == b"[DONE]" and last["choices"][0]["finish_reason"] == "length"
-          and last["usage"]["completion_tokens"] == LONG["max_tokens"],
+    chunks = [json.loads(e) for e in stream.events if e != b"[DONE]"]
+    last = chunks[-1] if chunks else {}
+    finish = [c["choices"][0]["finish_reason"] for c in chunks if c.get("choices") and c["choices"][0]["finish_reason"]]
+    check(stream.events and stream.events[-1] == b"[DONE]" and finish == ["length"] and not last.get("choices")
+          and last.get("usage", {}).get("completion_tokens") == LONG["max_tokens"],
           "the stream running at SIGTERM goes on to its last token", f"{len(stream.events)} events, {stream.error}")
     try:
         rc = proc.wait(timeout=30)

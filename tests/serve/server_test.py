@@ -223,7 +223,14 @@ def run_checks(checkpoint, sessions_dir):
         check(texts[0] == texts[1] and len(set(texts[0])) > 1, f"n = 3: distinct samples, reproducible from the seed")
         chunks = list(client.completions.create(model="tiny-bytes", prompt="Hi", max_tokens=4, stream=True,
                                                 stream_options={"include_usage": True}))
-        check(chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == 4, "stream_options.include_usage")
+        with_usage = [c for c in chunks if c.usage is not None]
+        check(chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == 4 and with_usage == chunks[-1:],
+              "stream_options.include_usage: usage once, in the last chunk only", str([c.usage for c in chunks]))
+        for api, kwargs in [(client.completions, dict(prompt="Hi")),
+                            (client.chat.completions, dict(messages=[{"role": "user", "content": "Hi"}]))]:
+            plain = list(api.create(model="tiny-bytes", max_tokens=4, stream=True, n=2, **kwargs))
+            check(plain and all(c.usage is None for c in plain), f"{api.__class__.__name__}: no usage in any chunk "
+                  "unless asked", str([c.usage for c in plain]))
         parts = client.chat.completions.create(model="tiny-bytes", max_tokens=3, temperature=0, logprobs=True,
                                                top_logprobs=2, messages=[{"role": "user", "content": [
                                                    {"type": "text", "text": "Hi"}, {"type": "text", "text": "!"}]}])
