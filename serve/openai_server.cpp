@@ -236,6 +236,7 @@ struct OpenAiServer::Impl {
   void complete(const httplib::Request& req, httplib::Response& res, bool chat) {
     const auto started = std::chrono::steady_clock::now();
     auto job = jobs.start(req.body, chat, req.get_header_value("X-Session-Id"));
+    res.set_header("X-Sinklm-Seed", std::to_string(static_cast<int64_t>(job->seed)));  // replaying it with `seed` repeats the sample
     if (job->streaming) return stream_response(job, res, started);
     res.set_content(dump(render.whole(*job, jobs.wait_for_results(*job))), "application/json");
     metrics.request_seconds.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());

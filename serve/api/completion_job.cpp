@@ -1,6 +1,8 @@
 #include "serve/api/completion_job.h"
 
+#include <chrono>
 #include <cstdio>
+#include <random>
 
 #include "serve/api/completion_response.h"
 #include "serve/openai_server.h"
@@ -22,9 +24,23 @@ std::vector<int64_t> JobRunner::prompt_ids(const PromptInput& p) const {
   return p.ids;
 }
 
+namespace {
+
+// The seed of a request that names none: a fresh one each time, never the same after a restart (OpenAI's
+// sampling without a seed is not repeatable either). Below 2^63, so it reads back as the integer `seed` takes.
+uint64_t fresh_seed() {
+  static std::mutex mutex;
+  static std::mt19937_64 draw(std::random_device{}() ^
+                              static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
+  std::lock_guard<std::mutex> lock(mutex);
+  return draw() >> 1;
+}
+
+}  // namespace
+
 std::shared_ptr<Job> JobRunner::start(const std::string& body, bool chat, const std::string& session_header) {
   CompletionRequest request =
-      parse_completion_request(body, chat, session_header, {options_.max_tokens_limit, next_id_.load() * 7919});
+      parse_completion_request(body, chat, session_header, {options_.max_tokens_limit, fresh_seed()});
   std::vector<std::vector<int64_t>> prompts;
   for (const auto& p : request.prompts) {
     prompts.push_back(prompt_ids(p));
@@ -40,6 +56,7 @@ std::shared_ptr<Job> JobRunner::start(const std::string& body, bool chat, const 
   job->chat = request.chat;
   job->streaming = request.stream;
   job->include_usage = request.include_usage;
+  job->seed = request.generation.sampling.seed;
   job->echo = request.echo;
   job->logprobs = request.logprobs;
   job->warnings = request.warnings;

@@ -14,7 +14,7 @@ namespace sinklm {
 
 struct CompletionLimits {
   int64_t max_tokens_limit = 4096;  // the largest max_tokens a request may ask for
-  uint64_t default_seed = 0;        // when the request gives no seed
+  uint64_t default_seed = 0;        // when the request gives no seed: a fresh draw per request (JobRunner)
 };
 
 // One prompt: text (tokenized by the server) or token ids given by the client (OpenAI's `prompt` may be

@@ -37,6 +37,15 @@ def start_server(checkpoint, sessions, extra=()):
         "--threads", "1", "--model-name", "tiny-bytes", *extra)
 
 
+UNSEEDED = dict(model="tiny-bytes", prompt="Hi", max_tokens=24, temperature=1.0)
+
+
+def unseeded_sample(client):
+    """(text, seed) of a sampled completion that names no seed; the seed from the X-Sinklm-Seed header."""
+    raw = client.completions.with_raw_response.create(**UNSEEDED)
+    return raw.parse().choices[0].text, int(raw.headers["X-Sinklm-Seed"])
+
+
 def stop_server(proc):
     proc.send_signal(signal.SIGTERM)
     check(proc.wait(timeout=30) == 0, "server exits 0 on SIGTERM")
@@ -370,6 +379,7 @@ def run_checks(checkpoint, sessions_dir):
         # Continue a in memory vs b restored after a restart: identical histories give identical replies.
         follow = dict(model="tiny-bytes", prompt=" And then?", max_tokens=10, temperature=0)
         before = client.completions.create(**follow, extra_body={"session": a})
+        unseeded_before = unseeded_sample(client)
     finally:
         stop_server(proc)
     proc, base = start_server(checkpoint, sessions_dir, extra=["--no-ui"])
@@ -381,6 +391,12 @@ def run_checks(checkpoint, sessions_dir):
         check(after.choices[0].text == before.choices[0].text
               and after.model_extra["stream"]["stream_length"] == before.model_extra["stream"]["stream_length"],
               "a session survives a restart: same reply, same stream length")
+        text, seed = unseeded_sample(client)
+        check(seed != unseeded_before[1] and text != unseeded_before[0],
+              "an unseeded sampled request after a restart draws another seed and another sample",
+              f"{unseeded_before} vs {(text, seed)}")
+        replay = client.completions.create(**UNSEEDED, seed=seed)
+        check(replay.choices[0].text == text, "the X-Sinklm-Seed header's seed replays the unseeded sample")
     finally:
         stop_server(proc)
 
