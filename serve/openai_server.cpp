@@ -24,6 +24,15 @@ namespace {
 constexpr double kStopFlushSeconds = 2;
 
 // The metrics label of a path: known routes, else "other" (unknown paths must not create new series).
+// A response's warnings (fields ignored) as one header value: OpenAI's objects carry no such key.
+std::string join_warnings(const std::vector<std::string>& warnings) {
+  std::string out;
+  for (const auto& w : warnings) out += (out.empty() ? "" : "; ") + w;
+  for (char& c : out)
+    if (c == '\r' || c == '\n') c = ' ';  // a field name could hold them; a header value must not
+  return out;
+}
+
 std::string route_label(const std::string& path) {
   for (const char* route : {"/health", "/metrics", "/v1/models", "/v1/sessions", "/v1/completions", "/v1/chat/completions"})
     if (path == route) return path;
@@ -237,6 +246,7 @@ struct OpenAiServer::Impl {
     const auto started = std::chrono::steady_clock::now();
     auto job = jobs.start(req.body, chat, req.get_header_value("X-Session-Id"));
     res.set_header("X-Sinklm-Seed", std::to_string(static_cast<int64_t>(job->seed)));  // replaying it with `seed` repeats the sample
+    if (!job->warnings.empty()) res.set_header("X-Sinklm-Warnings", join_warnings(job->warnings));
     if (job->streaming) return stream_response(job, res, started);
     res.set_content(dump(render.whole(*job, jobs.wait_for_results(*job))), "application/json");
     metrics.request_seconds.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());

@@ -57,6 +57,7 @@ std::shared_ptr<Job> JobRunner::start(const std::string& body, bool chat, const 
   job->streaming = request.stream;
   job->include_usage = request.include_usage;
   job->seed = request.generation.sampling.seed;
+  job->stream_state = request.stream_state;
   job->echo = request.echo;
   job->logprobs = request.logprobs;
   job->warnings = request.warnings;

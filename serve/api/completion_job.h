@@ -44,6 +44,7 @@ struct Job {
   bool chat = false, streaming = false, include_usage = false, echo = false;
   int64_t logprobs = -1;
   uint64_t seed = 0;  // the request's, or the fresh one drawn for it: the X-Sinklm-Seed response header
+  bool stream_state = false;  // the request asked for the "sinklm" extension object in its responses
   std::vector<std::string> warnings;
   int64_t stream_length = 0, kv_entries = 0;  // the first choice's stream when it finished
   bool done() const { return unfinished == 0; }

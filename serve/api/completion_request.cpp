@@ -272,6 +272,12 @@ CompletionRequest parse_completion_request(const std::string& text, bool chat, c
     r.include_usage = o.boolean("include_usage", false);
     for (const auto& w : unknown_fields(*options, {"include_usage"})) r.warnings.push_back("stream_options: " + w);
   }
+  if (const json* extension = f.find("sinklm")) {  // sinklm's options, apart from OpenAI's fields
+    if (!extension->is_object()) f.wrong("sinklm", "an object");
+    Fields o{*extension};
+    r.stream_state = o.boolean("stream_state", false);
+    for (const auto& w : unknown_fields(*extension, {"stream_state"})) r.warnings.push_back("sinklm: " + w);
+  }
   r.session_id = f.string("session", session_header);
   if (chat) r.prompts = {PromptInput{chat_prompt(body), {}, false}};
   else r.prompts = completion_prompts(body);
@@ -279,7 +285,7 @@ CompletionRequest parse_completion_request(const std::string& text, bool chat, c
     invalid("n", "must be 1, with one prompt, when continuing a session (a session is one stream)");
   refuse_unsupported(body);
   const std::set<std::string> common = {"model", "max_tokens", "temperature", "top_p", "top_k", "n", "stream",
-                                        "stream_options", "logprobs", "stop", "seed", "session", "user", "tools",
+                                        "stream_options", "logprobs", "stop", "seed", "session", "user", "sinklm", "tools",
                                         "tool_choice", "functions", "function_call", "response_format", "suffix",
                                         "best_of", "logit_bias", "presence_penalty", "frequency_penalty"};
   std::set<std::string> known = common;

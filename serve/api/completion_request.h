@@ -34,6 +34,7 @@ struct CompletionRequest {
   int64_t logprobs = -1;             // -1: none; k >= 0: each token's log-prob and its k most likely alternatives
   bool stream = false;               // server-sent events
   bool include_usage = false;        // stream_options.include_usage: a last chunk with usage, choices []
+  bool stream_state = false;         // "sinklm": {"stream_state": true}: responses carry "sinklm" (the stream)
   std::string session_id;            // "" = a one-off stream
   std::vector<std::string> warnings;  // e.g. "unsupported field 'logit_bias' ignored"
 };

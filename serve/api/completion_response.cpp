@@ -25,8 +25,9 @@ json usage_of(const Job& job, const std::vector<int64_t>& completion_tokens) {
   return {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
 }
 
-// sinklm's extension of a response: the stream behind it (the first choice's), after this request, or
-// (a streamed chunk) after that chunk.
+// sinklm's extension of a response, under its own key "sinklm" and only when the request asks for it
+// ("sinklm": {"stream_state": true}): the stream behind it (the first choice's), after this request, or (a
+// streamed chunk) after that chunk. OpenAI's objects otherwise carry OpenAI's keys alone.
 json stream_info(const Job& job, int64_t stream_length, int64_t kv_entries) {
   return {{"session", job.session ? json(job.session->id) : json()}, {"stream_length", stream_length},
           {"kv_entries", kv_entries}};
@@ -131,8 +132,7 @@ json CompletionResponse::whole(const Job& job, const std::vector<ChoiceResult>& 
   }
   json out = {{"id", job.id}, {"object", job.chat ? "chat.completion" : "text_completion"}, {"created", job.created},
               {"model", model_name_}, {"choices", choices}, {"usage", usage_of(job, completion_tokens)}};
-  out["stream"] = stream_info(job);
-  if (!job.warnings.empty()) out["warnings"] = job.warnings;
+  if (job.stream_state) out["sinklm"] = stream_info(job);
   return out;
 }
 
@@ -151,14 +151,10 @@ json CompletionResponse::chunk_json(const Job& job, const Choice& c, const Gener
   }
   json out = {{"id", job.id}, {"object", chunk_object(job)}, {"created", job.created}, {"model", model_name_},
               {"choices", json::array({choice})}};
-  if (first && !job.warnings.empty()) out["warnings"] = job.warnings;
   // No usage here, even on a finish chunk: as OpenAI and vLLM do, a stream reports usage once, in the last
   // chunk (usage_event), and only when stream_options.include_usage asks, so a client summing it counts once.
-  if (!d.finish_reason.empty()) {
-    out["stream"] = stream_info(job);
-  } else {
-    out["stream"] = stream_info(job, d.stream_length, d.kv_entries);
-  }
+  if (job.stream_state)
+    out["sinklm"] = d.finish_reason.empty() ? stream_info(job, d.stream_length, d.kv_entries) : stream_info(job);
   return out;
 }
 

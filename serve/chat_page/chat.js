@@ -442,13 +442,14 @@ function takeChunk(event, progress, reply, timing) {
   }
   if (choice && choice.finish_reason) progress.finish = choice.finish_reason;
   if (event.usage) progress.tokens = event.usage.completion_tokens;
-  if (event.stream) showStats(event.stream.stream_length, event.stream.kv_entries);
+  if (event.sinklm) showStats(event.sinklm.stream_length, event.sinklm.kv_entries);
 }
 
 // Streams one reply into `reply`, keeping what arrived in `progress` ({raw, tokens, finish}).
 async function streamReply(text, settings, reply, timing, progress, signal) {
   const body = { model: state.model || undefined, messages: [{ role: "user", content: text }], stream: true,
-                 stream_options: { include_usage: true }, session: state.session, ...settings };
+                 stream_options: { include_usage: true }, sinklm: { stream_state: true }, session: state.session,
+                 ...settings };
   const response = await whenIdle(() => api("/v1/chat/completions", { method: "POST", body, signal }));
   try {
     await readEvents(response, (event) => takeChunk(event, progress, reply, timing));

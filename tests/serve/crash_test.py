@@ -42,7 +42,8 @@ def post(base, path, body):
 
 
 def complete(base, session, prompt, max_tokens):
-    with post(base, "/v1/completions", {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "session": session}) as r:
+    with post(base, "/v1/completions", {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "session": session,
+                                        "sinklm": {"stream_state": True}}) as r:
         return json.loads(r.read())
 
 
@@ -144,8 +145,8 @@ def run(checkpoint, sessions):
         tokens = history(base, s)["tokens"]
         r = complete(base, s, prompt, 40)
         seen[s] = history(base, s)["text"]
-        check(r["stream"]["stream_length"] >= tokens, f"session {s} continues after the restarts "
-              f"({tokens} logged tokens, stream now {r['stream']['stream_length']})")
+        check(r["sinklm"]["stream_length"] >= tokens, f"session {s} continues after the restarts "
+              f"({tokens} logged tokens, stream now {r['sinklm']['stream_length']})")
     check(glob.glob(os.path.join(sessions, a, "snapshot-*[0-9]")), "snapshots are written again")
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)

@@ -38,6 +38,7 @@ def start_server(checkpoint, sessions, extra=()):
 
 
 UNSEEDED = dict(model="tiny-bytes", prompt="Hi", max_tokens=24, temperature=1.0)
+STATE = {"sinklm": {"stream_state": True}}  # asks for sinklm's extension object in each response
 
 
 def unseeded_sample(client):
@@ -248,10 +249,15 @@ def run_checks(checkpoint, sessions_dir):
         content = parts.choices[0].logprobs.content
         check(parts.choices[0].message.content == plain.choices[0].message.content and len(content) == 3
               and all(len(c.top_logprobs) == 2 for c in content), "chat: text parts, logprobs with top_logprobs")
-        code, body = curl(base, "-H", f"Authorization: Bearer {KEY}", base + "/v1/completions",
-                          "-d", json.dumps({"prompt": "x", "max_tokens": 1, "service_tier": "auto"}))
-        check(code == 200 and json.loads(body)["warnings"] == ["unsupported field 'service_tier' ignored"],
-              "unknown fields are ignored and listed in warnings")
+        raw = client.completions.with_raw_response.create(model="tiny-bytes", prompt="x", max_tokens=1,
+                                                          extra_body={"service_tier": "auto"})
+        plain_keys = set(raw.parse().model_extra or {})
+        check(raw.headers.get("X-Sinklm-Warnings") == "unsupported field 'service_tier' ignored" and not plain_keys,
+              "unknown fields are ignored and named in X-Sinklm-Warnings; the body holds OpenAI's keys alone",
+              f"{raw.headers.get('X-Sinklm-Warnings')!r}, extra keys {plain_keys}")
+        chunks = list(client.completions.create(model="tiny-bytes", prompt="Hi", max_tokens=3, stream=True))
+        check(all(not (c.model_extra or {}) for c in chunks), "streamed chunks hold OpenAI's keys alone unless asked",
+              str([c.model_extra for c in chunks]))
         for field, value in [("tools", [{"type": "function", "function": {"name": "f", "parameters": {}}}]),
                              ("response_format", {"type": "json_object"}), ("frequency_penalty", 0.5)]:
             try:
@@ -311,10 +317,10 @@ def run_checks(checkpoint, sessions_dir):
         for turn in ["My name is Ada.", " What is my name?", " Tell me more."]:
             for s in (a, b):
                 r = client.completions.create(model="tiny-bytes", prompt=turn, max_tokens=8, temperature=0,
-                                              extra_body={"session": s})
+                                              extra_body={"session": s, **STATE})
                 if s == a:
                     lengths.append((r.usage.prompt_tokens, r.usage.completion_tokens, r.choices[0].finish_reason,
-                                    r.model_extra["stream"]))
+                                    r.model_extra["sinklm"]))
             client.completions.create(model="tiny-bytes", prompt="filler", max_tokens=4, extra_body={"session": other})
         expected = 0
         ok = True
@@ -327,9 +333,9 @@ def run_checks(checkpoint, sessions_dir):
         session = json.loads(body)
         check(code == 200 and session["tokens"] > WINDOW and session["kv_entries"] == WINDOW,
               f"GET /v1/sessions/{{id}}: the stream length and its K/V entries ({session['tokens']}, {session['kv_entries']})")
-        live = [chunk.model_extra["stream"] for chunk in client.chat.completions.create(  # not a: b must stay its twin
+        live = [chunk.model_extra["sinklm"] for chunk in client.chat.completions.create(  # not a: b must stay its twin
             model="tiny-bytes", messages=[{"role": "user", "content": "Go on."}], max_tokens=24, temperature=0,
-            stream=True, extra_body={"session": other})]
+            stream=True, extra_body={"session": other, **STATE})]
         grows = all(x["stream_length"] < y["stream_length"] for x, y in zip(live, live[1:-1]))
         check(len(live) > 2 and grows and live[-1]["stream_length"] > WINDOW
               and all(s["session"] == other and s["kv_entries"] == min(s["stream_length"], WINDOW) for s in live),
@@ -370,15 +376,15 @@ def run_checks(checkpoint, sessions_dir):
         code, body = curl(base, *auth, "-X", "DELETE", base + "/v1/sessions/" + extra)
         check(code == 200 and json.loads(body)["deleted"], "DELETE /v1/sessions/{id}")
         code, body = curl(base, *auth, "-H", "X-Session-Id: " + other, base + "/v1/completions",
-                          "-d", json.dumps({"prompt": "more", "max_tokens": 2}))
-        check(code == 200 and json.loads(body)["stream"]["session"] == other, "X-Session-Id selects the session")
+                          "-d", json.dumps({"prompt": "more", "max_tokens": 2, **STATE}))
+        check(code == 200 and json.loads(body)["sinklm"]["session"] == other, "X-Session-Id selects the session")
         code, body = curl(base, *auth, "-H", "X-Session-Id: " + extra, base + "/v1/completions",
                           "-d", json.dumps({"prompt": "more", "max_tokens": 2}))
         check(code == 404, "a deleted session is gone")
 
         # Continue a in memory vs b restored after a restart: identical histories give identical replies.
         follow = dict(model="tiny-bytes", prompt=" And then?", max_tokens=10, temperature=0)
-        before = client.completions.create(**follow, extra_body={"session": a})
+        before = client.completions.create(**follow, extra_body={"session": a, **STATE})
         unseeded_before = unseeded_sample(client)
     finally:
         stop_server(proc)
@@ -387,9 +393,9 @@ def run_checks(checkpoint, sessions_dir):
         code, _, body = fetch(base + "/")
         check(code == 404 and error_of(body) is not None, "--no-ui: GET / is a 404 JSON error")
         client = openai.OpenAI(base_url=base + "/v1", api_key=KEY, max_retries=0, timeout=60)
-        after = client.completions.create(**follow, extra_body={"session": b})
+        after = client.completions.create(**follow, extra_body={"session": b, **STATE})
         check(after.choices[0].text == before.choices[0].text
-              and after.model_extra["stream"]["stream_length"] == before.model_extra["stream"]["stream_length"],
+              and after.model_extra["sinklm"]["stream_length"] == before.model_extra["sinklm"]["stream_length"],
               "a session survives a restart: same reply, same stream length")
         text, seed = unseeded_sample(client)
         check(seed != unseeded_before[1] and text != unseeded_before[0],
