@@ -16,7 +16,17 @@ TokenSampler::TokenSampler(const SamplingParams& params, int64_t allowed_vocab)
 }
 
 torch::Tensor TokenSampler::pickable(const torch::Tensor& logits) const {
-  return logits.reshape({-1}).narrow(0, 0, allowed_vocab_).to(torch::kCPU, torch::kFloat64);
+  auto row = logits.reshape({-1}).narrow(0, 0, allowed_vocab_).to(torch::kCPU, torch::kFloat64);
+  const bool penalised = params_.presence_penalty != 0 || params_.frequency_penalty != 0;
+  if (params_.logit_bias.empty() && (!penalised || picked_.empty())) return row;
+  row = row.clone();  // never the caller's logits
+  double* r = row.data_ptr<double>();
+  for (const auto& [id, bias] : params_.logit_bias)
+    if (id >= 0 && id < allowed_vocab_) r[id] += bias;
+  if (penalised)
+    for (const auto& [id, count] : picked_)
+      r[id] -= static_cast<double>(count) * params_.frequency_penalty + params_.presence_penalty;
+  return row;
 }
 
 // Ranked on the logits as sampled, not on log-probs (a float32 log_softmax can round two different logits to
@@ -33,6 +43,12 @@ std::vector<int64_t> TokenSampler::most_likely(const torch::Tensor& logits, int6
 }
 
 int64_t TokenSampler::next(const torch::Tensor& logits) {
+  if (last_pick_ >= 0) ++picked_[last_pick_];
+  last_pick_ = pick(logits);
+  return last_pick_;
+}
+
+int64_t TokenSampler::pick(const torch::Tensor& logits) {
   if (params_.temperature == 0) return most_likely(logits, 1)[0];
   auto row = pickable(logits);  // [V']
   auto [sorted, order] = torch::sort(row / params_.temperature, /*dim=*/0, /*descending=*/true);

@@ -1,11 +1,15 @@
 // Picks the next token from a row of logits: greedy (temperature 0) or sampling with temperature, top-k and
 // top-p, reproducible from a seed. Ids outside [0, allowed_vocab) (sink tokens, vocabulary padding) are
-// never picked.
+// never picked. Before either, OpenAI's adjustments: logit_bias adds its value to its id's logit, and each
+// token this sampler already picked (the completion so far) loses frequency_penalty x its count plus
+// presence_penalty once: logit[j] - c[j] * frequency - (c[j] > 0) * presence.
 #pragma once
 #include <torch/types.h>
 
 #include <cstdint>
 #include <random>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace sinklm {
@@ -15,6 +19,8 @@ struct SamplingParams {
   int64_t top_k = 0;         // 0 = no limit
   double top_p = 1.0;        // nucleus mass kept, (0, 1]
   uint64_t seed = 0;
+  std::vector<std::pair<int64_t, double>> logit_bias;  // (id, added to its logit)
+  double presence_penalty = 0, frequency_penalty = 0;
 };
 
 class TokenSampler {
@@ -27,11 +33,16 @@ class TokenSampler {
   int64_t allowed_vocab() const { return allowed_vocab_; }  // ids [0, allowed_vocab) can be picked
 
  private:
-  torch::Tensor pickable(const torch::Tensor& logits) const;  // [allowed_vocab] float64 on the CPU
+  int64_t pick(const torch::Tensor& logits);
+  torch::Tensor pickable(const torch::Tensor& logits) const;  // [allowed_vocab] float64 on the CPU, adjusted
 
   SamplingParams params_;
   int64_t allowed_vocab_;
   std::mt19937_64 random_;
+  // Picks so far, for the penalties. The latest pick is counted when the next one starts, so most_likely()
+  // between two picks (a pick's alternatives) ranks as that pick did and the pick heads its own list.
+  std::unordered_map<int64_t, int64_t> picked_;
+  int64_t last_pick_ = -1;
 };
 
 }  // namespace sinklm

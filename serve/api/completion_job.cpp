@@ -47,6 +47,11 @@ std::shared_ptr<Job> JobRunner::start(const std::string& body, bool chat, const 
     if (static_cast<int64_t>(prompts.back().size()) > options_.max_prompt_tokens)
       throw RequestError(400, "prompt_too_long", str("the prompt has ", prompts.back().size(), " tokens; the limit is ", options_.max_prompt_tokens));
   }
+  const int64_t vocab = std::min(decoder_.config().tokenizer_vocab_size, codec_.vocab_size());
+  for (const auto& [id, bias] : request.generation.sampling.logit_bias)
+    if (id >= vocab)
+      throw RequestError(400, "invalid_value", str("'logit_bias': token id ", id, " is outside the vocabulary [0, ", vocab, ")"),
+                         str("logit_bias.", id));
   const int64_t choices = static_cast<int64_t>(prompts.size()) * request.n;
   if (choices > options_.max_concurrent)
     throw RequestError(400, "invalid_value", str("'n' x prompts = ", choices, " choices; the server runs at most ", options_.max_concurrent, " at once"), "n");

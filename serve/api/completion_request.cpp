@@ -1,5 +1,6 @@
 #include "serve/api/completion_request.h"
 
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -213,9 +214,6 @@ void refuse_unsupported(const json& body) {
        "sinklm has no constrained decoding (JSON mode or schemas); only {\"type\": \"text\"}"},
       {"suffix", [](const json& v) { return v.is_null() || v == ""; }, "sinklm does not fill in the middle"},
       {"best_of", [](const json& v) { return v.is_null() || v == 1; }, "sinklm returns the n samples it draws; use n"},
-      {"logit_bias", [](const json& v) { return v.is_null() || (v.is_object() && v.empty()); }, "the sampler does not bias logits yet"},
-      {"presence_penalty", [](const json& v) { return v.is_null() || v == 0; }, "the sampler applies no penalties yet"},
-      {"frequency_penalty", [](const json& v) { return v.is_null() || v == 0; }, "the sampler applies no penalties yet"},
   };
   for (const Refused& r : refused) {
     auto it = body.find(r.field);
@@ -223,6 +221,26 @@ void refuse_unsupported(const json& body) {
       throw RequestError(400, "unsupported_parameter", str("'", r.field, "' is not supported: ", r.why, "; leave it out"),
                          r.field);
   }
+}
+
+// logit_bias: {"<token id>": bias in [-100, 100]} (the ids as strings, as OpenAI's); the ids are checked against
+// the vocabulary where it is known (JobRunner).
+std::vector<std::pair<int64_t, double>> logit_bias(const Fields& f) {
+  std::vector<std::pair<int64_t, double>> out;
+  const json* bias = f.find("logit_bias");
+  if (!bias) return out;
+  if (!bias->is_object()) f.wrong("logit_bias", "an object of token id (a string) -> bias");
+  for (const auto& [key, value] : bias->items()) {
+    const std::string field = "logit_bias." + key;
+    char* end = nullptr;
+    const long long id = std::strtoll(key.c_str(), &end, 10);
+    if (key.empty() || *end != '\0' || id < 0) invalid(field, "must name a token id, a non-negative integer");
+    if (!value.is_number()) throw RequestError(400, "invalid_type", str("'", field, "' must be a number"), field);
+    const double b = value.get<double>();
+    if (!(b >= -100 && b <= 100)) invalid(field, str("must be in [-100, 100], got ", b));
+    out.emplace_back(id, b);
+  }
+  return out;
 }
 
 std::vector<std::string> unknown_fields(const json& body, const std::set<std::string>& known) {
@@ -259,6 +277,9 @@ CompletionRequest parse_completion_request(const std::string& text, bool chat, c
   g.sampling.top_p = f.number("top_p", 1.0, 1e-9, 1);
   g.sampling.top_k = f.integer("top_k", 0, 0, 1 << 24);
   g.sampling.seed = static_cast<uint64_t>(f.integer("seed", static_cast<int64_t>(limits.default_seed), INT64_MIN, INT64_MAX));
+  g.sampling.presence_penalty = f.number("presence_penalty", 0, -2, 2);
+  g.sampling.frequency_penalty = f.number("frequency_penalty", 0, -2, 2);
+  g.sampling.logit_bias = logit_bias(f);
   g.stop = f.strings("stop");
   if (g.stop.size() > 4) invalid("stop", "holds at most 4 strings");
   for (const auto& s : g.stop)

@@ -47,6 +47,31 @@ TEST(TokenSampler, TemperatureSamplingFollowsTheDistributionAndTheSeed) {
   EXPECT_NEAR(ones / 4000.0, 0.75, 0.03);
 }
 
+// OpenAI's adjustments: a bias moves one id's logit; penalties lower what the completion already picked, by
+// count (frequency) and once (presence), and the pick still heads its own list of alternatives.
+TEST(TokenSampler, LogitBiasAndPenaltiesAdjustTheLogitsBeforeThePick) {
+  auto logits = torch::tensor({0.0f, 1.0f, 1.5f});
+  SamplingParams biased{0.0};
+  biased.logit_bias = {{0, 2.0}, {2, -100.0}, {9, 100.0}};  // id 9 is outside the allowed 3: no effect
+  EXPECT_EQ(TokenSampler(biased, 3).next(logits), 0);       // 2.0 > 1.0 > -98.5
+  SamplingParams frequency{0.0};
+  frequency.frequency_penalty = 0.4;
+  TokenSampler f(frequency, 3);
+  // 1.5 (2), then 1.5 - 0.4 = 1.1 > 1.0 (2 again), then 1.5 - 0.8 = 0.7 < 1.0 (1).
+  EXPECT_EQ(f.next(logits), 2);
+  EXPECT_EQ(f.most_likely(logits, 1)[0], 2) << "alternatives rank as the pick did";
+  EXPECT_EQ(f.next(logits), 2);
+  EXPECT_EQ(f.next(logits), 1);
+  SamplingParams presence{0.0};
+  presence.presence_penalty = 0.6;
+  TokenSampler p(presence, 3);
+  EXPECT_EQ(p.next(logits), 2);
+  EXPECT_EQ(p.next(logits), 1);  // 1.5 - 0.6 = 0.9 < 1.0
+  EXPECT_EQ(p.next(logits), 2);  // 0.9 > 1.0 - 0.6 = 0.4
+  EXPECT_EQ(p.next(logits), 2);  // presence is paid once, whatever the count: still 0.9
+  EXPECT_FLOAT_EQ(logits[2].item<float>(), 1.5f) << "the caller's logits are never changed";
+}
+
 TEST(TextCodec, CompleteUtf8PrefixStopsBeforeAnUnfinishedCharacter) {
   const std::string euro = "\xE2\x82\xAC";  // U+20AC, 3 bytes
   EXPECT_EQ(complete_utf8_prefix("ab" + euro), 5u);

@@ -46,14 +46,23 @@ TEST(CompletionRequest, FieldsItCannotHonourAre400sUnlessTheyAskForNothing) {
   using R = std::pair<int, std::string>;
   for (const char* field : {R"("tools": [{"type": "function", "function": {"name": "f"}}])", R"("tool_choice": "auto")",
                             R"("functions": [{"name": "f"}])", R"("function_call": "auto")",
-                            R"("response_format": {"type": "json_object"})", R"("suffix": "end")", R"("best_of": 3)",
-                            R"("logit_bias": {"50256": -100})", R"("presence_penalty": 0.5)", R"("frequency_penalty": -1)"}) {
+                            R"("response_format": {"type": "json_object"})", R"("suffix": "end")", R"("best_of": 3)"}) {
     const std::string name = std::string(field).substr(1, std::string(field).find('"', 1) - 1);
     EXPECT_EQ(refusal(std::string(R"({"prompt": "x", )") + field + "}"), R(400, name)) << field;
   }
   auto r = parse(R"({"prompt": "x", "tools": [], "tool_choice": "none", "response_format": {"type": "text"}, "suffix": "",
-                     "best_of": 1, "logit_bias": {}, "presence_penalty": 0, "frequency_penalty": 0.0, "functions": null})");
+                     "best_of": 1, "functions": null})");
   EXPECT_TRUE(r.warnings.empty()) << r.warnings.front();
+  auto sampling = parse(R"({"prompt": "x", "logit_bias": {"65": 100, "7": -2.5}, "presence_penalty": 0.5,
+                            "frequency_penalty": -1})").generation.sampling;
+  EXPECT_EQ(sampling.logit_bias, (std::vector<std::pair<int64_t, double>>{{65, 100.0}, {7, -2.5}}));
+  EXPECT_DOUBLE_EQ(sampling.presence_penalty, 0.5);
+  EXPECT_DOUBLE_EQ(sampling.frequency_penalty, -1);
+  EXPECT_EQ(refusal(R"({"prompt": "x", "logit_bias": {"a": 1}})"), R(400, "logit_bias.a"));
+  EXPECT_EQ(refusal(R"({"prompt": "x", "logit_bias": {"5": 101}})"), R(400, "logit_bias.5"));
+  EXPECT_EQ(refusal(R"({"prompt": "x", "logit_bias": {"5": "up"}})"), R(400, "logit_bias.5"));
+  EXPECT_EQ(refusal(R"({"prompt": "x", "logit_bias": [5]})"), R(400, "logit_bias"));
+  EXPECT_EQ(refusal(R"({"prompt": "x", "presence_penalty": 2.5})"), R(400, "presence_penalty"));
   try {
     parse(R"({"prompt": "x", "response_format": {"type": "json_schema"}})");
   } catch (const RequestError& e) {

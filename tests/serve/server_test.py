@@ -255,14 +255,29 @@ def run_checks(checkpoint, sessions_dir):
         check(raw.headers.get("X-Sinklm-Warnings") == "unsupported field 'service_tier' ignored" and not plain_keys,
               "unknown fields are ignored and named in X-Sinklm-Warnings; the body holds OpenAI's keys alone",
               f"{raw.headers.get('X-Sinklm-Warnings')!r}, extra keys {plain_keys}")
+        # logit_bias and the penalties act in the sampler: +10 on "A" (id 65 of the byte vocabulary) makes a
+        # greedy reply all A's; a frequency penalty of 2 per repeat ends the run of A's.
+        forced = client.completions.create(model="tiny-bytes", prompt="Hi", max_tokens=12, temperature=0,
+                                           logit_bias={"65": 10})
+        tired = client.completions.create(model="tiny-bytes", prompt="Hi", max_tokens=12, temperature=0,
+                                          logit_bias={"65": 10}, frequency_penalty=2)
+        check(forced.choices[0].text == "A" * 12 and tired.choices[0].text.startswith("A")
+              and tired.choices[0].text.count("A") < 12, "logit_bias and frequency_penalty steer the sampler",
+              f"{forced.choices[0].text!r}, with the penalty {tired.choices[0].text!r}")
+        try:
+            client.completions.create(model="tiny-bytes", prompt="Hi", max_tokens=2, logit_bias={"300": 5})
+            check(False, "a logit_bias id outside the vocabulary is refused")
+        except openai.BadRequestError as e:
+            check(e.body.get("param") == "logit_bias.300" and "outside the vocabulary" in e.body.get("message", ""),
+                  "a logit_bias id outside the vocabulary: 400 naming it", str(e.body))
         chunks = list(client.completions.create(model="tiny-bytes", prompt="Hi", max_tokens=3, stream=True))
         check(all(not (c.model_extra or {}) for c in chunks), "streamed chunks hold OpenAI's keys alone unless asked",
               str([c.model_extra for c in chunks]))
         for field, value in [("tools", [{"type": "function", "function": {"name": "f", "parameters": {}}}]),
-                             ("response_format", {"type": "json_object"}), ("frequency_penalty", 0.5)]:
+                             ("response_format", {"type": "json_object"}), ("best_of", 2)]:
             try:
                 client.chat.completions.create(model="tiny-bytes", max_tokens=3,
-                                               messages=[{"role": "user", "content": "Hi"}], **{field: value})
+                                               messages=[{"role": "user", "content": "Hi"}], extra_body={field: value})
                 check(False, f"{field} is refused")
             except openai.BadRequestError as e:
                 check(e.body.get("code") == "unsupported_parameter" and e.body.get("param") == field,
