@@ -12,6 +12,7 @@
 #include "serve/chat_page/chat_page.h"
 #include "serve/api/completion_job.h"
 #include "serve/api/completion_response.h"
+#include "serve/api/tokenize.h"
 #include "serve/http/connection_front.h"
 #include "serve/generation_worker.h"
 #include "serve/server_metrics.h"
@@ -163,6 +164,12 @@ struct OpenAiServer::Impl {
     });
     guarded_post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) { complete(req, res, false); });
     guarded_post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) { complete(req, res, true); });
+    guarded_post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {  // llama.cpp's routes
+      res.set_content(dump(tokenize_response(req.body, codec, decoder.config())), "application/json");
+    });
+    guarded_post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
+      res.set_content(dump(detokenize_response(req.body, codec, decoder.config())), "application/json");
+    });
     if (options.ui) serve_chat_page();
   }
 

@@ -182,20 +182,6 @@ struct FieldTracker : nlohmann::json_sax<json> {
   }
 };
 
-json parse_body(const std::string& text) {
-  json body;
-  try {
-    body = json::parse(text);
-  } catch (const json::exception& e) {  // syntax errors, and numbers out of range (1e999)
-    FieldTracker tracker;
-    json::sax_parse(text, &tracker, json::input_format_t::json, /*strict=*/true);
-    if (!tracker.failed_at.empty() && dynamic_cast<const json::out_of_range*>(&e))
-      invalid(tracker.failed_at, str("is out of range: ", e.what()));
-    throw RequestError(400, "invalid_json", str("the request body is not valid JSON: ", e.what()));
-  }
-  if (!body.is_object()) throw RequestError(400, "invalid_json", "the request body must be a JSON object");
-  return body;
-}
 
 // Fields whose request sinklm would answer wrongly if it ignored them: refused with 400 unsupported_parameter
 // naming the field, unless given their no-op value (clients that send every default keep working).
@@ -252,9 +238,24 @@ std::vector<std::string> unknown_fields(const json& body, const std::set<std::st
 
 }  // namespace
 
+json parse_request_body(const std::string& text) {
+  json body;
+  try {
+    body = json::parse(text);
+  } catch (const json::exception& e) {  // syntax errors, and numbers out of range (1e999)
+    FieldTracker tracker;
+    json::sax_parse(text, &tracker, json::input_format_t::json, /*strict=*/true);
+    if (!tracker.failed_at.empty() && dynamic_cast<const json::out_of_range*>(&e))
+      invalid(tracker.failed_at, str("is out of range: ", e.what()));
+    throw RequestError(400, "invalid_json", str("the request body is not valid JSON: ", e.what()));
+  }
+  if (!body.is_object()) throw RequestError(400, "invalid_json", "the request body must be a JSON object");
+  return body;
+}
+
 CompletionRequest parse_completion_request(const std::string& text, bool chat, const std::string& session_header,
                                            const CompletionLimits& limits) {
-  const json body = parse_body(text);
+  const json body = parse_request_body(text);
   Fields f{body};
   CompletionRequest r;
   r.chat = chat;

@@ -4,6 +4,8 @@
 // types). Fields sinklm does not know are ignored, as OpenAI does, but listed in `warnings`.
 // Nothing here touches a stream.
 #pragma once
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -40,6 +42,10 @@ struct CompletionRequest {
 };
 
 // `session_header`: the X-Session-Id header, used when the body has no "session".
+// A request body that must be a JSON object: 400 invalid_json otherwise, or invalid_value naming a number out of
+// range.
+nlohmann::json parse_request_body(const std::string& text);
+
 CompletionRequest parse_completion_request(const std::string& body, bool chat, const std::string& session_header,
                                            const CompletionLimits& limits);
 

@@ -156,6 +156,26 @@ MALFORMED = [
 ]
 
 
+def tokenize_routes(base, auth):
+    """/tokenize and /detokenize as llama.cpp's server has them, on the byte model (id = byte, sink 256)."""
+    def post(path, body):
+        code, text = curl(base, *auth, base + path, "-d", json.dumps(body))
+        return code, json.loads(text) if text.startswith("{") else text
+    code, body = post("/tokenize", {"content": "Héllo"})
+    check(code == 200 and body["tokens"] == list("Héllo".encode()), "/tokenize: the tokenizer's ids", str(body))
+    code, body = post("/tokenize", {"content": "Hé", "add_special": True, "with_pieces": True})
+    pieces = body.get("tokens") if code == 200 else None
+    check(pieces and pieces[0]["id"] == 256 and [p["id"] for p in pieces[1:]] == list("Hé".encode())
+          and pieces[1]["piece"] == "H" and pieces[2]["piece"].startswith("bytes:"),
+          "/tokenize add_special puts the sink first; with_pieces names each token as logprobs do", str(body))
+    code, body = post("/detokenize", {"tokens": list("Héllo".encode())})
+    check(code == 200 and body["content"] == "Héllo", "/detokenize gives the text back", str(body))
+    code, body = post("/detokenize", {"tokens": [72, 256]})
+    check(code == 400 and body["error"]["param"] == "tokens[1]", "/detokenize: a sink id is a 400 naming it", str(body))
+    code, body = post("/tokenize", {"text": "x"})
+    check(code == 400 and body["error"]["param"] == "content", "/tokenize without content: a 400 naming it", str(body))
+
+
 def malformed_requests_answer_4xx(base, auth):
     for name, path, extra, body, status, param in MALFORMED:
         args = [] if "NOAUTH" in extra else list(auth)
@@ -312,6 +332,7 @@ def run_checks(checkpoint, sessions_dir):
         code, body = curl(base, *auth, base + "/v1/completions", "-d", json.dumps({"prompt": 7}))
         check(code == 400 and "prompt" in error_of(body)["message"], "curl: a prompt of the wrong type gets 400")
         malformed_requests_answer_4xx(base, auth)
+        tokenize_routes(base, auth)
         code, body = curl(base, base + "/v1/nothing")
         check(code == 404 and error_of(body) is not None, "curl: unknown route gets 404 JSON")
         code, body = curl(base, base + "/health")
