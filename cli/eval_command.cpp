@@ -25,26 +25,6 @@ namespace fs = std::filesystem;
 namespace sinklm {
 namespace {
 
-// `all`: the official sets shipped with sinklm, or with --data every known task whose file is there.
-std::vector<std::string> task_list(const std::string& list, const std::string& data_dir) {
-  std::vector<std::string> tasks;
-  if (list == "all" && data_dir.empty()) {
-    for (const auto& set : official_benchmarks()) tasks.push_back(set.task);
-    return tasks;
-  }
-  if (list == "all") {
-    for (const auto& name : known_task_names())
-      if (fs::exists(task_file(data_dir, name))) tasks.push_back(name);
-    if (tasks.empty()) fail("--data ", data_dir, ": no <task>.jsonl files of known tasks (--tasks all)");
-    return tasks;
-  }
-  std::stringstream in(list);
-  for (std::string name; std::getline(in, name, ',');)
-    if (!name.empty()) tasks.push_back(name);
-  if (tasks.empty()) fail("--tasks: empty list");
-  return tasks;
-}
-
 // A results file, or a run directory that holds results.json.
 std::string results_path(const std::string& path) {
   return fs::is_directory(path) ? (fs::path(path) / "results.json").string() : path;

@@ -1,7 +1,6 @@
 #include <cmath>
 #include <iostream>
 #include <memory>
-#include <sstream>
 
 #include "core/config/args.h"
 #include "core/error.h"
@@ -12,7 +11,6 @@
 #include "eval/zero_shot/task_share.h"
 #include "eval/zero_shot/tasks/benchmark_data.h"
 #include "train/stop_signal.h"
-#include "train/training_checkpoint.h"
 #include "train/trainer.h"
 
 namespace sinklm {
@@ -21,21 +19,12 @@ namespace {
 // train.eval_tasks: the official sets (eval/zero_shot/tasks/benchmark_data.h), their first
 // train.eval_tasks_limit documents each, scored with the run's tokenizer and spread over the ranks
 // (eval/zero_shot/task_share.h). Sets and tokenizer are loaded now, so a wrong name fails before step 1.
-PeriodicEvaluation zero_shot_evaluation(const Config& config) {
+PeriodicEvaluation zero_shot_evaluation(const Config& config, const std::vector<std::string>& files) {
   const std::string list = config.get_string("train.eval_tasks");
   if (list.empty()) return {};
-  std::vector<std::string> names;
-  if (list == "all") {
-    for (const auto& set : official_benchmarks()) names.push_back(set.task);
-  } else {
-    std::stringstream in(list);
-    for (std::string name; std::getline(in, name, ',');)
-      if (!name.empty()) names.push_back(name);
-  }
   const int64_t limit = config.get_int("train.eval_tasks_limit");
   auto tasks = std::make_shared<std::vector<ZeroShotTask>>();
-  for (const auto& name : names) tasks->push_back(load_official_task(name, limit));
-  const std::vector<std::string> files = run_tokenizer_files(config);
+  for (const auto& name : task_list(list)) tasks->push_back(load_official_task(name, limit));
   std::shared_ptr<TextCodec> codec = load_text_codec(files.empty() ? "bytes" : files.front(), "",
                                                      ModelConfig::from(config).tokenizer_vocab_size);
   PeriodicEvaluation evaluation;
@@ -73,7 +62,7 @@ int run_train_command(const std::vector<std::string>& argv) {
   install_stop_signal_handlers();
   try {
     Trainer trainer(config, args.require("out"), resume, context);
-    trainer.set_periodic_evaluation(zero_shot_evaluation(trainer.config()));
+    trainer.set_periodic_evaluation(zero_shot_evaluation(trainer.config(), trainer.tokenizer_files()));
     TrainSummary summary = trainer.run();
     if (context.is_root()) {
       nlohmann::json out = {{"steps", summary.steps}, {"loss", summary.last_loss}, {"tokens_per_s", summary.tokens_per_second},

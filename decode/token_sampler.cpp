@@ -17,13 +17,12 @@ TokenSampler::TokenSampler(const SamplingParams& params, int64_t allowed_vocab)
 
 torch::Tensor TokenSampler::pickable(const torch::Tensor& logits) const {
   auto row = logits.reshape({-1}).narrow(0, 0, allowed_vocab_).to(torch::kCPU, torch::kFloat64);
-  const bool penalised = params_.presence_penalty != 0 || params_.frequency_penalty != 0;
-  if (params_.logit_bias.empty() && (!penalised || picked_.empty())) return row;
+  if (params_.logit_bias.empty() && (!penalised() || picked_.empty())) return row;
   row = row.clone();  // never the caller's logits
   double* r = row.data_ptr<double>();
   for (const auto& [id, bias] : params_.logit_bias)
     if (id >= 0 && id < allowed_vocab_) r[id] += bias;
-  if (penalised)
+  if (penalised())
     for (const auto& [id, count] : picked_)
       r[id] -= static_cast<double>(count) * params_.frequency_penalty + params_.presence_penalty;
   return row;
@@ -43,7 +42,7 @@ std::vector<int64_t> TokenSampler::most_likely(const torch::Tensor& logits, int6
 }
 
 int64_t TokenSampler::next(const torch::Tensor& logits) {
-  if (last_pick_ >= 0) ++picked_[last_pick_];
+  if (penalised() && last_pick_ >= 0) ++picked_[last_pick_];
   last_pick_ = pick(logits);
   return last_pick_;
 }

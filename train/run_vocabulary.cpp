@@ -7,7 +7,6 @@
 #include "data/tokenizers/tokenizer.h"
 #include "model/model_config.h"
 #include "train/train_options.h"
-#include "train/training_checkpoint.h"
 
 namespace sinklm {
 
@@ -19,8 +18,7 @@ struct TokenizerVocabulary {
   int64_t size = -1, eos = -1, bos = -1, pad = -1;
 };
 
-TokenizerVocabulary run_tokenizer_vocabulary(const Config& config) {
-  const std::vector<std::string> files = run_tokenizer_files(config);
+TokenizerVocabulary run_tokenizer_vocabulary(const Config& config, const std::vector<std::string>& files) {
   if (!files.empty()) {
     const auto tokenizer = load_tokenizer(files.front());
     return {tokenizer->description(), tokenizer->vocab_size(), tokenizer->end_of_text_id(),
@@ -48,8 +46,8 @@ void resolve_id(Config& config, const char* key, int64_t value, const char* what
 
 }  // namespace
 
-Config with_run_vocabulary(Config config) {
-  const TokenizerVocabulary t = run_tokenizer_vocabulary(config);
+Config with_run_vocabulary(Config config, const std::vector<std::string>& tokenizer_files) {
+  const TokenizerVocabulary t = run_tokenizer_vocabulary(config, tokenizer_files);
   if (t.size >= 0) {
     const int64_t set = config.get_int("model.tokenizer_vocab_size");
     if (set < 0) config.set("model.tokenizer_vocab_size", std::to_string(t.size), t.description);

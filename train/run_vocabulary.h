@@ -10,12 +10,16 @@
 // An id the config sets that is not the tokenizer's is refused, naming both: config.json, generation and
 // every eval would otherwise disagree with the data the model was trained on.
 #pragma once
+#include <string>
+#include <vector>
+
 #include "core/config/config.h"
 
 namespace sinklm {
 
 // `config` with those keys resolved (every -1 the tokenizer answers replaced by its value, and
 // model.vocab_size by the resolved size), so config.yaml, sinklm.yaml and config.json carry the real values.
-Config with_run_vocabulary(Config config);
+// `tokenizer_files`: run_tokenizer_files(config) (train/training_checkpoint.h).
+Config with_run_vocabulary(Config config, const std::vector<std::string>& tokenizer_files);
 
 }  // namespace sinklm

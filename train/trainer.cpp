@@ -65,7 +65,8 @@ void check_same_model(const Config& now, const Config& saved, const std::string&
 }  // namespace
 
 Trainer::Trainer(Config config, std::string run_dir, bool resume, const DistributedContext& context)
-    : config_(with_run_vocabulary(std::move(config))),  // sizes and special ids from the tokenizer
+    : tokenizer_files_(run_tokenizer_files(config)),
+      config_(with_run_vocabulary(std::move(config), tokenizer_files_)),  // sizes and special ids from the tokenizer
       run_dir_(std::move(run_dir)),
       options_(TrainOptions::from(config_, context.world_size())),
       model_config_(ModelConfig::from(config_)),
@@ -76,7 +77,6 @@ Trainer::Trainer(Config config, std::string run_dir, bool resume, const Distribu
   if (options_.seq_len > model_config_.max_position_embeddings)
     fail(config_.source(), ": train.seq_len (", options_.seq_len, ") exceeds model.max_position_embeddings (",
          model_config_.max_position_embeddings, ")");
-  tokenizer_files_ = run_tokenizer_files(config_);  // a wrong tokenizer fails now, not at the first checkpoint
   int threads = options_.threads > 0 ? options_.threads
                                      : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / context.local_size());
   torch::set_num_threads(threads);

@@ -70,6 +70,8 @@ class Trainer {
   TrainSummary run();
   // The config as resolved for the run (model.* sizes and ids from the tokenizer: train/run_vocabulary.h).
   const Config& config() const { return config_; }
+  // The run's tokenizer files (train/training_checkpoint.h: run_tokenizer_files); empty for bytes.
+  const std::vector<std::string>& tokenizer_files() const { return tokenizer_files_; }
   void set_periodic_evaluation(PeriodicEvaluation evaluation) { evaluation_ = std::move(evaluation); }
 
  private:
@@ -101,14 +103,15 @@ class Trainer {
   void save_checkpoint(int64_t steps_done);
   void report_progress(int64_t done, const StepResult& r, TrainSummary& summary);
   void report_profile();  // collective: <run>/profile.json and the table (rank 0)
-  void log(const nlohmann::json& record);
-  void evaluate_tasks(int64_t done);  // evaluation_, logged as "zero_shot" (collective)  // one metrics.jsonl line and its TensorBoard scalars (rank 0)
+  void log(const nlohmann::json& record);  // one metrics.jsonl line and its TensorBoard scalars (rank 0)
+  void evaluate_tasks(int64_t done);       // evaluation_, logged as "zero_shot" (collective)
 
+  // Before config_: the resolution of config_ reads them. A wrong tokenizer fails now, not at the first checkpoint.
+  std::vector<std::string> tokenizer_files_;  // copied into every checkpoint (run_tokenizer_files)
   Config config_;
   std::string run_dir_;
   std::string init_from_note_;  // what train.init_from copied, for the start-up line
   PeriodicEvaluation evaluation_;
-  std::vector<std::string> tokenizer_files_;  // copied into every checkpoint (run_tokenizer_files)
   TrainOptions options_;
   ModelConfig model_config_;
   torch::Device device_;

@@ -1,14 +1,14 @@
 #include "data/shards/mixture_loader.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "core/error.h"
 #include "core/seeded_random.h"
-#include <cmath>
-#include <cstdlib>
-#include <map>
 
 namespace sinklm {
 
@@ -137,7 +137,7 @@ void MixtureLoader::restore(const nlohmann::json& cursor, const std::string& whe
              list[i].at("weight").get<double>() == sources_[i].weight;
     if (!same)
       fail(where, ": the checkpoint's mixture (", m.at("sources").dump(), ", seed ", m.at("seed").dump(),
-           ") is not this run's data.mixture and train.data_seed; resume with the same");
+           ") is not this run's data.mixture and data.seed; resume with the same");
     for (size_t i = 0; i < sources_.size(); ++i) {
       loaders_[i].restore(LoaderCursor::from_json(list[i].at("cursor").dump(), where));
       drawn_[i] = loaders_[i].cursor().position;

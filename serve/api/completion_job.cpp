@@ -5,6 +5,7 @@
 #include <random>
 
 #include "serve/api/completion_response.h"
+#include "serve/api/tokenize.h"
 #include "serve/openai_server.h"
 #include "serve/http/request_error.h"
 
@@ -16,7 +17,7 @@ JobRunner::JobRunner(const ServerOptions& options, CachedDecoder& decoder, const
 
 // The ids of one prompt: the client's ids (checked against the vocabulary) or the tokenized text.
 std::vector<int64_t> JobRunner::prompt_ids(const PromptInput& p) const {
-  const int64_t vocab = std::min(decoder_.config().tokenizer_vocab_size, codec_.vocab_size());
+  const int64_t vocab = text_vocabulary(codec_, decoder_.config());
   if (!p.is_ids) return codec_.encode(p.text);
   for (int64_t id : p.ids)
     if (id < 0 || id >= vocab)
@@ -47,7 +48,7 @@ std::shared_ptr<Job> JobRunner::start(const std::string& body, bool chat, const 
     if (static_cast<int64_t>(prompts.back().size()) > options_.max_prompt_tokens)
       throw RequestError(400, "prompt_too_long", str("the prompt has ", prompts.back().size(), " tokens; the limit is ", options_.max_prompt_tokens));
   }
-  const int64_t vocab = std::min(decoder_.config().tokenizer_vocab_size, codec_.vocab_size());
+  const int64_t vocab = text_vocabulary(codec_, decoder_.config());
   for (const auto& [id, bias] : request.generation.sampling.logit_bias)
     if (id >= vocab)
       throw RequestError(400, "invalid_value", str("'logit_bias': token id ", id, " is outside the vocabulary [0, ", vocab, ")"),

@@ -20,12 +20,11 @@ bool flag(const json& body, const char* name) {
   return it->get<bool>();
 }
 
-// The ids text may name: the tokenizer's, within the model's real vocabulary.
+}  // namespace
+
 int64_t text_vocabulary(const TextCodec& codec, const ModelConfig& model) {
   return std::min(model.tokenizer_vocab_size, codec.vocab_size());
 }
-
-}  // namespace
 
 json tokenize_response(const std::string& text, const TextCodec& codec, const ModelConfig& model) {
   const json body = parse_request_body(text);

@@ -15,6 +15,10 @@
 
 namespace sinklm {
 
+// The ids text may name, [0, this): the tokenizer's, within the model's real vocabulary (no sink, no padding).
+// Client ids are checked against it: prompts, logit_bias, /detokenize.
+int64_t text_vocabulary(const TextCodec& codec, const ModelConfig& model);
+
 nlohmann::json tokenize_response(const std::string& body, const TextCodec& codec, const ModelConfig& model);
 nlohmann::json detokenize_response(const std::string& body, const TextCodec& codec, const ModelConfig& model);
 

@@ -60,7 +60,7 @@ std::string driver_mismatch(const CudaVersions& v) {
   return str("the NVIDIA driver", release, " supports CUDA up to ", cuda_version_text(v.driver),
              ", but this build's CUDA runtime is ", cuda_version_text(v.runtime),
              needed ? str(", which needs a driver >= ", needed) : std::string(),
-             "; install a newer driver, or rebuild against a LibTorch for CUDA ", cuda_version_text(v.driver).substr(0, cuda_version_text(v.driver).find('.')),
+             "; install a newer driver, or rebuild against a LibTorch for CUDA ", v.driver / 1000,
              ".x (SINKLM_LIBTORCH=... scripts/setup.sh; docs/training.md, \"The cluster's own CUDA\")");
 }
 

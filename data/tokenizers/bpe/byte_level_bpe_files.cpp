@@ -38,12 +38,7 @@ void read_alphabet_vocab(const json& vocab, const std::string& where, const std:
 
 void add_merge(const std::string& left, const std::string& right, const std::string& where, size_t rank,
                const std::unordered_map<std::string, uint32_t>& id_of_string, ByteLevelBpeVocab& out) {
-  auto id = [&](const std::string& token) {
-    auto it = id_of_string.find(token);
-    if (it == id_of_string.end()) fail(where, ": merge ", rank, " ('", left, " ", right, "') uses unknown token '", token, "'");
-    return it->second;
-  };
-  out.merges.push_back(MergeRule{id(left), id(right), id(left + right), static_cast<uint32_t>(rank)});
+  out.merges.push_back(merge_rule(left, right, rank, id_of_string, where));
 }
 
 // Split's pattern: {"Regex": "..."} (Llama-3, Qwen2) or {"String": "..."} (a literal).

@@ -3,6 +3,8 @@
 #include <functional>
 #include <queue>
 
+#include "core/error.h"
+
 namespace sinklm {
 
 MergeTable::MergeTable(const std::vector<MergeRule>& rules) {
@@ -18,6 +20,16 @@ MergeTable::MergeTable(const std::vector<MergeRule>& rules) {
     slots_[slot] = Slot{key, rule, true};
     ++count_;
   }
+}
+
+MergeRule merge_rule(const std::string& left, const std::string& right, size_t rank,
+                     const std::unordered_map<std::string, uint32_t>& ids, const std::string& where) {
+  auto id = [&](const std::string& token) {
+    auto it = ids.find(token);
+    if (it == ids.end()) fail(where, ": merge ", rank, " ('", left, " ", right, "') uses unknown token '", token, "'");
+    return it->second;
+  };
+  return MergeRule{id(left), id(right), id(left + right), static_cast<uint32_t>(rank)};
 }
 
 void merge_symbols(const std::vector<uint32_t>& ids, const MergeTable& merges, std::vector<uint32_t>& out) {

@@ -5,6 +5,8 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace sinklm {
@@ -47,6 +49,11 @@ class MergeTable {
   size_t mask_ = 0;
   size_t count_ = 0;
 };
+
+// The rule merging tokens `left` and `right` (their texts, as a vocabulary file writes them) into left + right,
+// looked up in `ids`; UserError naming `where` and the rule when a token is not in the vocabulary.
+MergeRule merge_rule(const std::string& left, const std::string& right, size_t rank,
+                     const std::unordered_map<std::string, uint32_t>& ids, const std::string& where);
 
 // BPE on one piece: repeatedly merges the adjacent pair with the lowest rank (the leftmost on ties) until no
 // pair merges; appends the resulting ids to `out`.

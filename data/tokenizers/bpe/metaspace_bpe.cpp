@@ -140,13 +140,7 @@ void MetaspaceBpe::read_vocabulary(const json& model) {
   const json& merges = model.value("merges", json::array());
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     const auto [left, right] = merge_pair(merges[rank], source_, rank);
-    auto id = [&](const std::string& token) {
-      auto it = id_of_token_.find(token);
-      if (it == id_of_token_.end())
-        fail(source_, ": merge ", rank, " ('", left, " ", right, "') uses unknown token '", token, "'");
-      return it->second;
-    };
-    merge_rules_.push_back(MergeRule{id(left), id(right), id(left + right), static_cast<uint32_t>(rank)});
+    merge_rules_.push_back(merge_rule(left, right, rank, id_of_token_, source_));
   }
 }
 

@@ -3,6 +3,8 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <sstream>
 
 #include "core/error.h"
 #include "core/files/sha256.h"
@@ -109,6 +111,25 @@ ZeroShotTask load_official_task(const std::string& task, int64_t limit) {
   ZeroShotTask out = parse_task(task, text, file, limit);
   out.official = true;
   return out;
+}
+
+std::vector<std::string> task_list(const std::string& list, const std::string& data_dir) {
+  std::vector<std::string> tasks;
+  if (list == "all" && data_dir.empty()) {
+    for (const auto& set : official_benchmarks()) tasks.push_back(set.task);
+    return tasks;
+  }
+  if (list == "all") {
+    for (const auto& name : known_task_names())
+      if (std::filesystem::exists(task_file(data_dir, name))) tasks.push_back(name);
+    if (tasks.empty()) fail("--data ", data_dir, ": no <task>.jsonl files of known tasks (--tasks all)");
+    return tasks;
+  }
+  std::stringstream in(list);
+  for (std::string name; std::getline(in, name, ',');)
+    if (!name.empty()) tasks.push_back(name);
+  if (tasks.empty()) fail("--tasks: empty list");
+  return tasks;
 }
 
 }  // namespace sinklm

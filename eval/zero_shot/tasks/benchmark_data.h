@@ -37,4 +37,8 @@ std::string verified_benchmark_text(const OfficialBenchmark& expected, std::stri
 // UserError for a task with no official copy, with a --data hint.
 ZeroShotTask load_official_task(const std::string& task, int64_t limit);
 
+// The tasks a list names (`eval --tasks`, `train.eval_tasks`): comma-separated names, or `all`: the official sets
+// shipped with sinklm, or with `data_dir` every known task whose file is there. UserError for an empty list.
+std::vector<std::string> task_list(const std::string& list, const std::string& data_dir = "");
+
 }  // namespace sinklm
