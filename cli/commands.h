@@ -10,6 +10,7 @@ int run_config_command(const std::vector<std::string>& args);    // config --mar
 int run_info_command(const std::vector<std::string>& args);      // info <config.yaml | checkpoint-dir>
 int run_init_command(const std::vector<std::string>& args);      // init --config F --out DIR
 int run_quantize_command(const std::vector<std::string>& args);  // quantize --checkpoint DIR --out DIR
+int run_export_command(const std::vector<std::string>& args);    // export hf|gguf --checkpoint DIR --out PATH
 int run_forward_command(const std::vector<std::string>& args);   // forward --checkpoint DIR ...
 int run_tokenize_command(const std::vector<std::string>& args);  // tokenize --tokenizer PATH [--decode]
 int run_prepare_command(const std::vector<std::string>& args);   // prepare corpus|shards|sentencepiece

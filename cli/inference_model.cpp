@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "data/tokenizers/tokenizer_files.h"
 #include "model/projection.h"
 
 namespace fs = std::filesystem;

@@ -33,6 +33,8 @@ const Subcommand kSubcommands[] = {
      sinklm::run_init_command, RunsModel::Yes},
     {"quantize", "store a checkpoint's projections as int8 rows (or all of it in bf16) for decoding",
      sinklm::run_quantize_command, RunsModel::Yes},
+    {"export", "hand a checkpoint to other tools: hf (a transformers directory) or gguf (llama.cpp) (export --help)",
+     sinklm::run_export_command, RunsModel::Yes},
     {"forward", "run a forward pass of a checkpoint on tokens or text; write logits, print loss",
      sinklm::run_forward_command, RunsModel::Yes},
     {"train", "pretrain a model, data parallel over MPI ranks (mpirun -np N sinklm train ...)",

@@ -11,6 +11,8 @@
 #   SINKLM_LIBTORCH=SPEC    a pip requirement for the venv's torch instead of the pinned one: torch==VERSION, a
 #                           .whl file or its URL (e.g. a CUDA 12.6 wheel from download.pytorch.org)
 # SINKLM_BUILD_DIR: the build directory (default build/).
+# SINKLM_LLAMA_CPP=1: also build llama.cpp's Python module (llama-cpp-python, from source: about 5 minutes on 2
+#   cores), which tests/export/gguf_export_test.py then compares `sinklm export gguf` files with; CI does not.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -38,7 +40,8 @@ case "$libtorch" in
      } ;;
 esac
 build_dir="${SINKLM_BUILD_DIR:-build}"
-PIP_PACKAGES=("$torch_requirement" numpy transformers tokenizers safetensors tiktoken matplotlib openai "lm-eval[api]" accelerate tensorboard)
+# export: gguf reads the files `sinklm export gguf` writes (tests/export).
+PIP_PACKAGES=("$torch_requirement" numpy transformers tokenizers safetensors tiktoken matplotlib openai "lm-eval[api]" accelerate tensorboard gguf)
 # data: GPT-2's tiktoken rank file (whisper/assets/gpt2.tiktoken) ships in openai-whisper; its own deps are unneeded.
 PIP_NO_DEPS_PACKAGES=(openai-whisper)
 
@@ -67,6 +70,14 @@ if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install -q "${PIP_PACKAGES[@]}"
   .venv/bin/python -m pip install -q --no-deps "${PIP_NO_DEPS_PACKAGES[@]}"
   touch "$stamp"
+fi
+if [ "${SINKLM_LLAMA_CPP:-}" = 1 ] && ! .venv/bin/python -c "import llama_cpp" 2>/dev/null; then
+  # Portable SIMD flags, not -march=native: ggml's AMX path dies with SIGILL where the kernel or a sandbox does
+  # not grant AMX tiles, as on one of our Intel machines.
+  flags="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
+  grep -qw avx512f /proc/cpuinfo && flags+=" -DGGML_AVX512=ON"
+  echo "[setup] pip: building llama-cpp-python (SINKLM_LLAMA_CPP=1; about 5 minutes on 2 cores)"
+  CMAKE_ARGS="$flags" .venv/bin/python -m pip install -q --no-cache-dir llama-cpp-python
 fi
 
 [ "${1:-}" = "--no-build" ] && exit 0

@@ -137,7 +137,7 @@ struct OpenAiServer::Impl {
     });
     guarded_get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
       json model = {{"id", options.model_name}, {"object", "model"}, {"created", unix_time()}, {"owned_by", "sinklm"},
-                    {"sinklm", model_card()}};
+                    {"max_model_len", max_model_len()}, {"sinklm", model_card()}};
       res.set_content(dump(json{{"object", "list"}, {"data", json::array({model})}}), "application/json");
     });
     guarded_post("/v1/sessions", [this](const httplib::Request&, httplib::Response& res) {
@@ -194,6 +194,15 @@ struct OpenAiServer::Impl {
   void serve_chat_page() {
     for (const StaticFile& file : chat_page_files())
       http.Get(literal_route(file.path), [&file](const httplib::Request&, httplib::Response& res) { send_page_file(file, res); });
+  }
+
+  // The longest request, prompt tokens plus the one generated, in which every prompt token is scored with all
+  // the tokens before it in the cache: vLLM's key, what lm-eval's max_length takes (it sends max_length - 1
+  // tokens). A cache of W entries, P of them the model's sink tokens (mode token), holds W - P prompt tokens: an
+  // evicting cache scores W - P + 1 of them with every earlier one in view (the last is scored, never cached);
+  // a cache that never evicts must hold every token it is given.
+  int64_t max_model_len() const {
+    return policy->budget() - sink_prefix_length(decoder.config()) + (policy->fills_budget() ? 2 : 1);
   }
 
   // sinklm's extension of /v1/models: what makes this server's streams different.

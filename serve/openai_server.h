@@ -5,13 +5,14 @@
 //   POST /v1/chat/completions   {"messages": [{"role": "system"|"user"|"assistant", "content": "..."}], ...}
 //   POST /v1/sessions           -> {"id": "sess_..."}; DELETE /v1/sessions/{id}
 //   GET  /v1/sessions/{id}      -> {"id", "tokens" (the stream length), "kv_entries", "text"}
-//   GET  /v1/models (each model has a "sinklm" model card: checkpoint, sink mode, cache policy and window),
+//   GET  /v1/models (each model has "max_model_len", lm-eval's max_length: the longest request scored with its whole
+//        prompt in the cache; and a "sinklm" model card: checkpoint, sink mode, cache policy and window),
 //   GET  /health ({"status": "ok"}, or 503 {"status": "draining"} while draining), GET /metrics (Prometheus text)
 //   GET  / (and /chat.js, /chat.css, /favicon.svg): the chat page (serve/chat_page/), unless --no-ui
 //
-// `stream: true` answers with server-sent events (`data: {json}` chunks, then `data: [DONE]`); every chunk
-// carries "stream": {"session", "stream_length", "kv_entries"} as of that chunk, the last one after the whole
-// request (a non-streamed response carries it once). A `session`
+// `stream: true` answers with server-sent events (`data: {json}` chunks, then `data: [DONE]`). A request that sends
+// "sinklm": {"stream_state": true} gets "sinklm": {"session", "stream_length", "kv_entries"} in every chunk as of
+// that chunk, the last one after the whole request (a non-streamed response carries it once). A `session`
 // (body field or X-Session-Id header) continues one conversation's stream: its KV cache stays between
 // requests (send only the new text / messages), so a chat goes on indefinitely in constant memory.
 // Chat template for plain language models: every message becomes "<Role>: <content>\n" (System, User,

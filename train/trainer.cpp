@@ -26,6 +26,7 @@
 #include "train/monitor/sink_probe.h"
 #include "train/monitor/tensorboard_events.h"
 #include "train/stop_signal.h"
+#include "export/hf_tokenizer_files.h"
 #include "train/training_checkpoint.h"
 
 namespace fs = std::filesystem;
@@ -340,7 +341,7 @@ void Trainer::save_checkpoint(int64_t steps_done) {
                             {"loader", loader_->cursor()}};
     writer->add_file("trainer_state.json",
                      [&](const std::string& path) { write_file_durable(path, state.dump(2) + "\n"); });
-    add_tokenizer_files(*writer, tokenizer_files_);
+    add_tokenizer_files(*writer, tokenizer_files_, config_, model_config_);
     for (const auto& file : reduction_->optimizer_files()) writer->adopt_file(file);
     writer->commit();
     prune_checkpoints(run_dir_, options_.keep_checkpoints);

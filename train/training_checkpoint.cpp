@@ -125,11 +125,4 @@ std::vector<std::string> run_tokenizer_files(const Config& config) {
   return files;
 }
 
-void add_tokenizer_files(CheckpointWriter& writer, const std::vector<std::string>& files) {
-  for (const auto& file : files) {
-    writer.add_file(fs::path(file).filename().string(),
-                    [&](const std::string& path) { write_file_durable(path, read_file(file)); });
-  }
-}
-
 }  // namespace sinklm

@@ -51,7 +51,5 @@ nlohmann::json read_trainer_state(const std::string& checkpoint_dir);
 // data.tokenizer is missing or is not the tokenizer the shards were made with (their sha256 differ), or when
 // a mixture's sources were made with different tokenizers.
 std::vector<std::string> run_tokenizer_files(const Config& config);
-// Copies those files into a checkpoint being written.
-void add_tokenizer_files(CheckpointWriter& writer, const std::vector<std::string>& files);
 
 }  // namespace sinklm

@@ -10,7 +10,7 @@
 #include "data/tokenizers/tokenizer_files.h"
 #include "model/io/checkpoint.h"
 #include "model/projection.h"
-#include "train/training_checkpoint.h"
+#include "export/hf_tokenizer_files.h"
 
 namespace sinklm {
 namespace {
@@ -49,7 +49,8 @@ int run_quantize_command(const std::vector<std::string>& argv) {
   CheckpointWriter writer(out);
   const auto int8 = format == WeightFormat::Int8 ? projection_weights(loaded.model, keep_lm_head) : std::set<std::string>{};
   writer.add_model(loaded.config, loaded.model, format == WeightFormat::Bf16 ? torch::kBFloat16 : torch::kFloat32, int8);
-  if (!tokenizer.empty()) add_tokenizer_files(writer, tokenizer_files(tokenizer, "--tokenizer"));
+  if (!tokenizer.empty())
+    add_tokenizer_files(writer, tokenizer_files(tokenizer, "--tokenizer"), loaded.config, loaded.model->config());
   writer.commit();
   std::cout << "quantized " << model.checkpoint << " -> " << out << ": "
             << (format == WeightFormat::Int8 ? std::to_string(int8.size()) + " projection weights int8" +

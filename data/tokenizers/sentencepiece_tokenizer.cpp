@@ -3,6 +3,8 @@
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
+#include <cmath>
+
 #include "core/error.h"
 
 namespace sinklm {
@@ -47,6 +49,40 @@ int64_t SentencePieceTokenizer::padding_id() const { return processor_->pad_id()
 
 std::string SentencePieceTokenizer::description() const {
   return str("SentencePiece, ", vocab_size(), " ids, from ", path_);
+}
+
+SentencePieceModel read_sentencepiece_model(const std::string& model_path) {
+  sentencepiece::SentencePieceProcessor processor;
+  auto status = processor.Load(model_path);
+  if (!status.ok()) fail(model_path, ": not a SentencePiece model: ", status.ToString());
+  SentencePieceModel model;
+  using Kind = SentencePiece::Kind;
+  for (int id = 0; id < processor.GetPieceSize(); ++id) {
+    SentencePiece piece{processor.IdToPiece(id), processor.GetScore(id), Kind::Normal};
+    if (processor.IsUnknown(id)) piece.kind = Kind::Unknown;
+    else if (processor.IsControl(id)) piece.kind = Kind::Control;
+    else if (processor.IsUnused(id)) piece.kind = Kind::Unused;
+    else if (processor.IsByte(id)) piece.kind = Kind::Byte;
+    // A BPE model scores each normal piece minus its merge rank (an integer); a unigram one a log-probability.
+    if (piece.kind == Kind::Normal && piece.score != std::floor(piece.score)) model.bpe = false;
+    model.pieces.push_back(std::move(piece));
+  }
+  std::vector<std::string> pieces;
+  processor.Encode("a", &pieces);
+  model.dummy_prefix = !pieces.empty() && pieces.front().rfind("\xE2\x96\x81", 0) == 0;
+  // Full-width letters (NFKC folds them) and a double space (remove_extra_whitespaces collapses it) survive a
+  // round trip only without normalisation.
+  const std::string probe = "\xEF\xBD\x86\xEF\xBD\x89  x";
+  std::string back;
+  std::vector<int> ids;
+  processor.Encode(probe, &ids);
+  processor.Decode(ids, &back);
+  model.identity_normalization = back == probe || back == " " + probe;
+  model.unknown_id = processor.unk_id();
+  model.end_of_text_id = processor.eos_id();
+  model.begin_of_text_id = processor.bos_id();
+  model.padding_id = processor.pad_id();
+  return model;
 }
 
 void train_sentencepiece_bpe(const SentencePieceTrainingOptions& options) {

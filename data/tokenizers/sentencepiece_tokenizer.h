@@ -31,6 +31,26 @@ class SentencePieceTokenizer : public Tokenizer {
   std::unique_ptr<sentencepiece::SentencePieceProcessor> processor_;
 };
 
+// One piece of a SentencePiece model, as a converter to another format needs it (Hugging Face tokenizer.json,
+// GGUF's "llama" vocabulary): its text (spaces as U+2581), score (BPE: minus its merge rank) and kind.
+struct SentencePiece {
+  enum class Kind { Normal, Unknown, Control, Unused, Byte };
+  std::string text;
+  float score = 0;
+  Kind kind = Kind::Normal;
+};
+// What a converter must know beyond the pieces; probed by encoding, since Debian's libsentencepiece does not
+// expose the model's trainer and normaliser settings.
+struct SentencePieceModel {
+  std::vector<SentencePiece> pieces;  // by id
+  bool bpe = true;                    // false: a unigram model (scores are log-probabilities, not -rank)
+  bool dummy_prefix = false;          // "a" encodes as "▁a" (add_dummy_prefix)
+  bool identity_normalization = true; // the text is not rewritten (NFKC, whitespace collapsing) before encoding
+  int64_t unknown_id = -1, end_of_text_id = -1, begin_of_text_id = -1, padding_id = -1;
+};
+// UserError naming the path when it is no SentencePiece model.
+SentencePieceModel read_sentencepiece_model(const std::string& model_path);
+
 struct SentencePieceTrainingOptions {
   std::vector<std::string> input_files;  // plain text, one sentence per line
   std::string model_prefix;              // writes <prefix>.model and <prefix>.vocab

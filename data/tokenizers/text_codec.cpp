@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "data/tokenizers/tokenizer.h"
+#include "data/tokenizers/tokenizer_files.h"
 
 namespace fs = std::filesystem;
 
@@ -49,15 +50,6 @@ class TokenizerCodec : public TextCodec {
 };
 
 }  // namespace
-
-std::string find_tokenizer_file(const std::string& dir) {
-  if (dir.empty() || !fs::is_directory(dir)) return "";
-  for (const char* name : {"tokenizer.json", "vocab.json", "tokenizer.model"})
-    if (fs::exists(fs::path(dir) / name)) return (fs::path(dir) / name).string();
-  for (const auto& entry : fs::directory_iterator(dir))
-    if (entry.path().extension() == ".tiktoken") return entry.path().string();
-  return "";
-}
 
 std::unique_ptr<TextCodec> load_text_codec(const std::string& tokenizer_path, const std::string& checkpoint_dir,
                                            int64_t tokenizer_vocab_size) {

@@ -20,11 +20,8 @@ class TextCodec {
   virtual int64_t vocab_size() const = 0;  // ids in [0, vocab_size()) decode to text
 };
 
-// The tokenizer file in a checkpoint directory (tokenizer.json, vocab.json, tokenizer.model, *.tiktoken), or "".
-std::string find_tokenizer_file(const std::string& dir);
-
-// `tokenizer_path` empty: a tokenizer file found in `checkpoint_dir` (tokenizer.json, vocab.json,
-// tokenizer.model, *.tiktoken), else bytes for a byte model (`tokenizer_vocab_size` 256); "bytes": bytes.
+// `tokenizer_path` empty: the tokenizer file found in `checkpoint_dir` (find_tokenizer_file,
+// data/tokenizers/tokenizer_files.h), else bytes for a byte model (`tokenizer_vocab_size` 256); "bytes": bytes.
 // UserError when the tokenizer's ids do not fit the model's `tokenizer_vocab_size`
 // (ModelConfig::tokenizer_vocab_size), and when none is found for a model with more ids than bytes.
 std::unique_ptr<TextCodec> load_text_codec(const std::string& tokenizer_path, const std::string& checkpoint_dir,

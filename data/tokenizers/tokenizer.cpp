@@ -10,6 +10,7 @@
 #include "data/tokenizers/bpe/tokenizer_json.h"
 #include "core/system/parallel_for.h"
 #include "data/tokenizers/sentencepiece_tokenizer.h"
+#include "data/tokenizers/tokenizer_files.h"
 
 namespace fs = std::filesystem;
 
@@ -37,9 +38,9 @@ TokenIds Tokenizer::encode_large(std::string_view text, int /*threads*/) const {
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
   if (!fs::exists(path)) fail(path, ": tokenizer file not found");
   if (!fs::is_directory(path)) return load_file(path);
-  for (const char* candidate : {"tokenizer.json", "vocab.json", "tokenizer.model"})
-    if (fs::exists(fs::path(path) / candidate)) return load_file((fs::path(path) / candidate).string());
-  fail(path, ": directory has no tokenizer.json, vocab.json or tokenizer.model");
+  const std::string file = find_tokenizer_file(path);
+  if (file.empty()) fail(path, ": directory has no tokenizer (tokenizer.json, vocab.json, tokenizer.model or *.tiktoken)");
+  return load_file(file);
 }
 
 int resolve_thread_count(int threads) {

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "core/files/atomic_dir.h"
+#include "core/ends_with.h"
 #include "core/error.h"
 #include "core/files/sha256.h"
 #include "data/io/read_file.h"
@@ -11,17 +12,31 @@ namespace fs = std::filesystem;
 
 namespace sinklm {
 
+std::string find_tokenizer_file(const std::string& dir) {
+  if (dir.empty() || !fs::is_directory(dir)) return "";
+  for (const char* name : {"sinklm.tokenizer.json", "vocab.json", "tokenizer.model"})
+    if (fs::exists(fs::path(dir) / name)) return (fs::path(dir) / name).string();
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.path().extension() == ".tiktoken") return entry.path().string();
+  if (fs::exists(fs::path(dir) / "tokenizer.json")) return (fs::path(dir) / "tokenizer.json").string();
+  return "";
+}
+
+std::string checkpoint_tokenizer_name(const std::string& file) {
+  const std::string name = fs::path(file).filename().string();
+  if (name == "vocab.json" || name == "merges.txt" || ends_with(name, ".tiktoken")) return name;
+  if (ends_with(name, ".model")) return "tokenizer.model";
+  if (ends_with(name, ".json")) return "sinklm.tokenizer.json";
+  return name;
+}
+
 std::vector<std::string> tokenizer_files(const std::string& path, const std::string& what) {
   if (!fs::exists(path)) fail(what, " ", path, ": no such file");
   std::string file = path;
   if (fs::is_directory(path)) {
-    file.clear();
-    for (const char* name : {"tokenizer.json", "vocab.json", "tokenizer.model"})
-      if (fs::exists(fs::path(path) / name)) {
-        file = (fs::path(path) / name).string();
-        break;
-      }
-    if (file.empty()) fail(what, " ", path, ": directory has no tokenizer.json, vocab.json or tokenizer.model");
+    file = find_tokenizer_file(path);
+    if (file.empty())
+      fail(what, " ", path, ": directory has no tokenizer (tokenizer.json, vocab.json, tokenizer.model or *.tiktoken)");
   }
   std::vector<std::string> files = {file};
   if (fs::path(file).filename() == "vocab.json") {

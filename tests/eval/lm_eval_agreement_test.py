@@ -38,25 +38,27 @@ TASKS = {  # our task name -> lm-eval's YAML (relative to lm_eval/tasks) and the
 }
 
 
-def write_task_yamls(directory):
+def write_task_yamls(directory, data=FIXTURES, tasks=TASKS):
+    """lm-eval task YAMLs local_<task>: its own task definition, reading <data>/<task>.jsonl."""
     tasks_root = os.path.join(os.path.dirname(lm_eval.__file__), "tasks")
-    for task, (yaml, split) in TASKS.items():
+    for task, (yaml, split) in tasks.items():
         with open(os.path.join(directory, f"local_{task}.yaml"), "w") as f:
             f.write(f"include: {os.path.join(tasks_root, yaml)}\n"
                     f"task: local_{task}\n"
                     "tag: []\n"
                     "dataset_path: json\n"
                     "dataset_name: null\n"
-                    f"dataset_kwargs:\n  data_files:\n    {split}: {os.path.join(FIXTURES, task + '.jsonl')}\n"
+                    f"dataset_kwargs:\n  data_files:\n    {split}: {os.path.join(data, task + '.jsonl')}\n"
                     "training_split: null\n"
                     + "".join(f"{s}_split: {split if s == split else 'null'}\n" for s in ("validation", "test")))
 
 
-def sinklm_eval_scores(checkpoint, work):
-    """`sinklm eval` on every task: ({(task, metric): value}, {(task, doc): [log-likelihood per request]})."""
+def sinklm_eval_scores(checkpoint, work, tasks=TASKS, data=FIXTURES, limit=0):
+    """`sinklm eval` on `tasks` (from `data`; None: the shipped official sets), the first `limit` documents (0:
+    all): ({(task, metric): value}, {(task, doc): [log-likelihood per request]})."""
     out, samples = os.path.join(work, "ours.json"), os.path.join(work, "ours.samples.jsonl")
-    run_sinklm("eval", "--checkpoint", checkpoint, "--tasks", ",".join(TASKS), "--data", FIXTURES, "--out", out,
-               "--samples", samples)
+    run_sinklm("eval", "--checkpoint", checkpoint, "--tasks", ",".join(tasks), *(["--data", data] if data else []),
+               "--limit", str(limit), "--out", out, "--samples", samples)
     ours = {(r["task"], r["metric"]): r["value"] for r in json.load(open(out))["results"]}
     our_lls = {}
     with open(samples) as f:
@@ -65,10 +67,10 @@ def sinklm_eval_scores(checkpoint, work):
     return ours, our_lls
 
 
-def compare_with_lm_eval(result, ours, our_lls, label=""):
+def compare_with_lm_eval(result, ours, our_lls, label="", tasks=TASKS):
     """lm-eval's logged requests and metrics (`result` of simple_evaluate with log_samples) against sinklm
     eval's: `ours` {(task, metric): value}, `our_lls` {(task, doc): [log-likelihood per request]}."""
-    for task in TASKS:
+    for task in tasks:
         logged = result["samples"][f"local_{task}"]  # resps: per request [(loglikelihood, is_greedy)]
         diffs = [abs(float(resp[0][0]) - ours_ll) for s in logged
                  for resp, ours_ll in zip(s["resps"], our_lls.get((task, s["doc_id"]), []))]
