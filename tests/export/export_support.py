@@ -51,3 +51,26 @@ def trained_checkpoint(work, shards, name, mode, steps=40):
     p = run_sinklm(*args, expect=None, timeout=600)
     check(p.returncode == 0, f"a {mode} model trains on the shards", p.stderr[-400:])
     return os.path.join(work, name, "checkpoints", f"step_{steps:08d}")
+
+
+def sentencepiece_model(work, vocab_size=700):
+    """A SentencePiece BPE model trained by `sinklm prepare sentencepiece` on the fixture texts."""
+    corpus = os.path.join(work, "spm-corpus")
+    os.makedirs(corpus, exist_ok=True)
+    with open(os.path.join(corpus, "train.jsonl"), "w") as f:
+        for i, text in enumerate(fixture_texts()):
+            f.write(json.dumps({"id": f"fixture/{i}", "text": text}) + "\n")
+    run_sinklm("prepare", "sentencepiece", "--in", corpus, "--out", os.path.join(work, "spm"),
+               "--vocab-size", str(vocab_size), "--threads", "1")
+    return os.path.join(work, "spm", "tokenizer.model")
+
+
+def initialized_token_model(work, name, tokenizer_vocab):
+    """A freshly initialised one-layer `token` model for a tokenizer of `tokenizer_vocab` ids (no tokenizer
+    inside: the export commands take --tokenizer)."""
+    model = os.path.join(work, name)
+    run_sinklm("init", "--config", config("tiny-sink.yaml"), "--out", model, "--set", "model.hidden_size=64",
+               "--set", "model.num_layers=1", "--set", "model.num_heads=4", "--set", "model.intermediate_size=128",
+               "--set", f"model.tokenizer_vocab_size={tokenizer_vocab}", "--set", "model.vocab_size=-1",
+               "--set", "model.bos_token_id=-1", "--set", "model.eos_token_id=-1")
+    return model

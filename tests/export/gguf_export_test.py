@@ -11,7 +11,9 @@ A `token`-mode model trained by `sinklm train`, exported as f32, bf16 and q8_0:
     norms and biases f32;
   - an unknown --type, and a mode llama.cpp cannot compute (gated), are refused naming them, writing nothing;
   - with `llama_cpp` importable (SINKLM_LLAMA_CPP=1 scripts/setup.sh): llama.cpp tokenizes held-out text as the
-    sink then sinklm's ids, and its logits match `sinklm forward`'s within the bounds below.
+    sink then sinklm's ids, and its logits match `sinklm forward`'s within the bounds below;
+  - a SentencePiece BPE vocabulary (`sinklm prepare sentencepiece`) as llama.cpp's "llama" model, whose own
+    tokenizer gives the sink, then sinklm's ids.
 Exit 77 (skipped) when the gguf package cannot be imported."""
 import json
 import os
@@ -159,6 +161,28 @@ def check_llama_cpp(work, checkpoint, files, sink):
               f"max |diff| / max |logit| = {err:.2e}")
 
 
+def check_sentencepiece(work):
+    """A SentencePiece vocabulary: llama.cpp's "llama" model with the pieces and their scores; llama.cpp's own
+    tokenizer gives the sink, then sinklm's ids."""
+    spm = fx.sentencepiece_model(work)
+    model = fx.initialized_token_model(work, "spm-init", 700)
+    out = os.path.join(work, "spm.gguf")
+    run_sinklm("export", "gguf", "--checkpoint", model, "--tokenizer", spm, "--out", out)
+    reader = GGUFReader(out)
+    tokens, scores = field(reader, "tokenizer.ggml.tokens"), field(reader, "tokenizer.ggml.scores")
+    check(field(reader, "tokenizer.ggml.model") == "llama" and tokens[700] == "<|sink|>" and len(scores) == len(tokens)
+          and field(reader, "tokenizer.ggml.bos_token_id") == 700 and not field(reader, "tokenizer.ggml.add_space_prefix"),
+          "SentencePiece: model llama, pieces with scores, the sink as BOS, no dummy prefix (as trained)")
+    try:
+        from llama_cpp import Llama
+    except ImportError:
+        return
+    text = fx.held_out_text(20000)
+    ours = [int(t) for t in run_sinklm("tokenize", "--tokenizer", spm, stdin=text).stdout.split()]
+    ids = Llama(model_path=out, vocab_only=True, verbose=False).tokenize(text.encode(), add_bos=True, special=False)
+    check(ids == [700] + ours, f"llama.cpp's SentencePiece tokenizer: the sink, then sinklm's {len(ours)} ids")
+
+
 def main():
     with temp_dir("sinklm-gguf-export-") as work:
         _, shards = fx.prepared_shards(work)
@@ -177,6 +201,7 @@ def main():
             check_tensors(reader, expected, gguf_type, gguf_type)
         check_refusals(work, checkpoint)
         check_llama_cpp(work, checkpoint, files, sink)
+        check_sentencepiece(work)
     finish()
 
 

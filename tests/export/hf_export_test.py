@@ -121,11 +121,7 @@ def check_quantized_export(checkpoint, ids, sink, work):
 
 def check_family(work, name, tokenizer_file, tokenizer_vocab, reference_ids):
     """`export hf --tokenizer FILE` of a fresh token-mode model: AutoTokenizer gives the sink, then the reference."""
-    model = os.path.join(work, f"{name}-init")
-    run_sinklm("init", "--config", config("tiny-sink.yaml"), "--out", model, "--set", "model.hidden_size=64",
-               "--set", "model.num_layers=1", "--set", "model.num_heads=4", "--set", "model.intermediate_size=128",
-               "--set", f"model.tokenizer_vocab_size={tokenizer_vocab}", "--set", "model.vocab_size=-1",
-               "--set", "model.bos_token_id=-1", "--set", "model.eos_token_id=-1")
+    model = fx.initialized_token_model(work, f"{name}-init", tokenizer_vocab)
     out = os.path.join(work, f"{name}-hf")
     run_sinklm("export", "hf", "--checkpoint", model, "--tokenizer", tokenizer_file, "--out", out)
     text = fx.held_out_text(20000)
@@ -141,14 +137,7 @@ def check_families(work):
     if rank_file is not None:
         encoding = ref.tiktoken_encoding(rank_file)
         check_family(work, "gpt2", rank_file, 50257, lambda t: encoding.encode(t, allowed_special=set()))
-    corpus = os.path.join(work, "spm-corpus")
-    os.makedirs(corpus)
-    with open(os.path.join(corpus, "train.jsonl"), "w") as f:
-        for i, text in enumerate(fx.fixture_texts()):
-            f.write(json.dumps({"id": f"fixture/{i}", "text": text}) + "\n")
-    run_sinklm("prepare", "sentencepiece", "--in", corpus, "--out", os.path.join(work, "spm"), "--vocab-size", "700",
-               "--threads", "1")
-    spm = os.path.join(work, "spm", "tokenizer.model")
+    spm = fx.sentencepiece_model(work)
     check_family(work, "sentencepiece", spm, 700, lambda t: sinklm_ids(spm, t))
 
 
