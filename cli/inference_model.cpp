@@ -85,7 +85,7 @@ std::vector<FlagSpec> cache_flags(CacheFlags& o, CacheFlagSet set) {
   constexpr Range kSize{-1, 1 << 24};
   std::vector<FlagSpec> sizes = {
       flag(&o.window, "window", "W", "cache budget in entries, sinks included (full: its limit; -1: the model's trained length)", kSize),
-      flag(&o.sinks, "sinks", "S", "sink entries (-1: the model's sink tokens for token models, else 4; 0 for window and recompute)", kSize),
+      flag(&o.sinks, "sinks", "S", "sink entries (-1: the model's sink tokens for token models, else 4; 0 for window; recompute: the model's sink tokens, 0 for others)", kSize),
       flag(&o.positions, "positions", "RULE", "cache (positions inside the cache) | stream"),
       flag(&o.retrieval_window, "retrieval-window", "R", "heads: a retrieval head's budget, sinks included (-1: 4 W)", kSize)};
   if (set == CacheFlagSet::Sizes) return sizes;

@@ -24,15 +24,22 @@ std::vector<FlagSpec> export_flags(ModelFlags& model, std::string& out, const ch
           flag(&out, "out", "PATH", out_help)};
 }
 
+// Parses a step's flags: false when --help was asked (and printed); else --checkpoint and --out are given.
+bool parse_export_step(const std::string& step, const std::string& synopsis, const std::vector<FlagSpec>& flags,
+                       const std::vector<std::string>& argv) {
+  Args args("export " + step, synopsis, flags, argv);
+  if (args.print_help_if_requested()) return false;
+  args.require("checkpoint");
+  args.require("out");
+  return true;
+}
+
 int export_hf_step(const std::vector<std::string>& argv) {
   ModelFlags model;
   std::string out, dtype = "f32";
   std::vector<FlagSpec> flags = export_flags(model, out, "directory to write (replaced atomically if it exists)");
   flags.push_back(flag(&dtype, "dtype", "T", "f32 or bf16: the weights' type in model.safetensors"));
-  Args args("export hf", "--checkpoint DIR --out DIR [--dtype f32|bf16] [--tokenizer PATH]", flags, argv);
-  if (args.print_help_if_requested()) return 0;
-  args.require("checkpoint");
-  args.require("out");
+  if (!parse_export_step("hf", "--checkpoint DIR --out DIR [--dtype f32|bf16] [--tokenizer PATH]", flags, argv)) return 0;
   if (dtype != "f32" && dtype != "bf16") fail("--dtype ", dtype, ": expected f32 or bf16");
   LoadedModel loaded = load_checkpoint(model.checkpoint);
   const std::string tokenizer = tokenizer_source(model, loaded);
@@ -48,10 +55,8 @@ int export_gguf_step(const std::vector<std::string>& argv) {
   std::string out, type = "f32";
   std::vector<FlagSpec> flags = export_flags(model, out, "GGUF file to write (replaced atomically if it exists)");
   flags.push_back(flag(&type, "type", "T", "f32, bf16 or q8_0: the matrices' type (norms and biases stay f32)"));
-  Args args("export gguf", "--checkpoint DIR --out FILE [--type f32|bf16|q8_0] [--tokenizer PATH]", flags, argv);
-  if (args.print_help_if_requested()) return 0;
-  args.require("checkpoint");
-  args.require("out");
+  if (!parse_export_step("gguf", "--checkpoint DIR --out FILE [--type f32|bf16|q8_0] [--tokenizer PATH]", flags, argv))
+    return 0;
   const GgufTensorType tensor_type = parse_gguf_type(type, "--type");
   const LoadedModel loaded = load_checkpoint(model.checkpoint);
   const std::string tokenizer = tokenizer_source(model, loaded);

@@ -25,7 +25,9 @@ CacheOptions resolve_cache_options(CacheOptions o, const ModelConfig& model, int
   if (o.window < 1) fail(field, ": the window (cache size) must be at least 1 (or -1: the model's trained length), got ", o.window);
   if (o.sinks < kFollowModel) fail(field, ": sinks must be at least 0 (or -1: the model's default), got ", o.sinks);
   if (o.sinks == kFollowModel)
-    o.sinks = o.policy == "sink_window" || heads ? default_cache_sinks(model) : 0;
+    o.sinks = o.policy == "sink_window" || heads ? default_cache_sinks(model)
+              : o.policy == "recompute"          ? sink_prefix_length(model)
+                                                 : 0;
   // A retrieval window given with another cache is kept (stream --recall-policies lists heads caches beside
   // it) and refused only when that cache is built (make_cache_policy).
   if (heads && o.retrieval_window == kFollowModel) o.retrieval_window = 4 * o.window;

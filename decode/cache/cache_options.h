@@ -3,7 +3,9 @@
 // one place their defaults are resolved. Every size that follows the model is kFollowModel (-1) until
 // resolve_cache_options replaces it:
 //   window            W = the model's trained length (train.seq_len; max_position_embeddings for HF)
-//   sinks             S = the model's cache default (model/sink.h: default_cache_sinks; 0 for window/recompute)
+//   sinks             S = the model's cache default (model/sink.h: default_cache_sinks); 0 for window; for
+//                     recompute the model's sink tokens (sink_prefix_length: a token model's every re-encoded
+//                     window starts with its sink, as in training; a vanilla model's window is plain)
 //   retrieval_window  heads only: R = 4 W
 // Any other value below 1 (0 sinks aside) is refused naming the field, so `--window 0` and
 // `--retrieval-window 0` mean the same thing, an error, in every command.

@@ -49,7 +49,7 @@ AttentionMass measure_attention_mass(GPTNeoXForCausalLM& model, const std::vecto
   mass.value_norm = torch::zeros({L, H}, f64);
   SINKLM_ASSERT(trigger.empty() || trigger.size() == segments.size(), "one query class list per segment");
   if (!trigger.empty()) mass.sink_trigger = torch::zeros({L, H}, f64), mass.sink_other = torch::zeros({L, H}, f64);
-  if (map_tokens > 0) mass.maps.assign(L, torch::zeros({map_tokens, map_tokens}, f64));
+  for (int64_t l = 0; map_tokens > 0 && l < L; ++l) mass.maps.push_back(torch::zeros({map_tokens, map_tokens}, f64));  // one tensor per layer
   mass.statistic_specs = sink_mode_spec(c.sink_mode).statistics;
   mass.statistics.assign(mass.statistic_specs.size(), torch::Tensor());
   for (auto& t : mass.statistics) t = torch::zeros({L, H}, f64);

@@ -155,7 +155,8 @@ def measure(run_dir, data_dir, log, stream_tokens):
         run([SINKLM, "stream", "--checkpoint", ckpt, "--text", f"{data_dir}/test.txt", "--window", str(window),
              "--compare", "--max-tokens", str(stream_tokens), "--json", stream_json], log)
     ppl = [r["ppl"] for r in json.load(open(stream_json))["runs"]]  # 0+W, 1+(W-1), 2+(W-2), 4+(W-4)
-    # Table 2's last row (8 initial tokens kept) and Figure 3's sliding window with re-computation.
+    # Table 2's last row (8 initial tokens kept) and Figure 3's sliding window with re-computation (a token
+    # model's every window starts with its sink: --cache recompute's default sinks).
     extra = {name: stream_ppl(run_dir, ckpt, data_dir, window, stream_tokens, log, name, flags)
              for name, flags in (("eight", ["--cache", "sink_window", "--sinks", "8"]), ("recompute", ["--cache", "recompute"]))}
     val_loss, val_loss_matched = last_validation_losses(run_dir)

@@ -74,7 +74,8 @@ TEST(KvCachePolicy, DefaultsAndValidationFromOptions) {
   o.policy = "recompute";
   o.sinks = -1;
   EXPECT_TRUE(make_cache_policy(o, vanilla)->recomputes());
-  EXPECT_EQ(make_cache_policy(o, vanilla)->sinks(), 0);
+  EXPECT_EQ(make_cache_policy(o, vanilla)->sinks(), 0);  // a plain window
+  EXPECT_EQ(make_cache_policy(o, token)->sinks(), 2);    // every re-encoded window starts with the sink tokens
   o.policy = "sink_window";
   o.sinks = 16;
   EXPECT_NE(user_error_of([&] { make_cache_policy(o, vanilla, "--sinks"); }).find("--sinks"), std::string::npos);

@@ -239,6 +239,27 @@ TEST(CachedDecoder, RecomputeHoldsTheSameTokensAndMatchesFullBeforeEviction) {
   EXPECT_NE(user_error_of([&] { stream_logits(decoder, small, ids, 4); }).find("at most 8"), std::string::npos);
 }
 
+// The paper's sliding window with re-computation, for a model pretrained with a sink token: each prediction
+// re-encodes the sink then the W - 1 most recent tokens, as the model saw every sample in training. With the
+// cache's default sinks every row equals a dense forward of exactly that window (left out, the window would be
+// the W most recent tokens alone and differ once the sink leaves it).
+TEST(CachedDecoder, RecomputeOfATokenModelStartsEveryWindowWithTheSink) {
+  auto model = random_tiny_model("token");
+  const auto& c = model->config();
+  const int64_t W = 12;
+  CachedDecoder decoder(model);
+  const auto ids = with_sink_prefix(c, random_token_ids(40, c.tokenizer_vocab_size, 21));
+  DecoderStream recompute(policy_of("recompute", W, -1, c), PositionRule::Cache, KeyRotation::Relative, c, torch::kCPU);
+  const auto streamed = stream_logits(decoder, recompute, ids, 1);  // [41, V]
+  torch::NoGradGuard no_grad;
+  for (int64_t t = W; t < static_cast<int64_t>(ids.size()); t += 7) {
+    std::vector<int64_t> window = {ids[0]};
+    window.insert(window.end(), ids.begin() + t - (W - 2), ids.begin() + t + 1);  // the sink + W - 1 recent
+    const auto dense = model->forward(torch::tensor(window, torch::kInt64).unsqueeze(0))[0];  // [W, V]
+    EXPECT_LE(relative_error(streamed[t], dense[W - 1]), 1e-5) << "token " << t;
+  }
+}
+
 // Several streams of different lengths and policies in one batched step give each stream's solo logits.
 TEST(CachedDecoder, BatchedStreamsEqualSoloStreams) {
   auto model = random_tiny_model("softmax1");

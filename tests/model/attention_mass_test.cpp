@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include "model/analysis/attention_mass.h"
+#include "model/analysis/attention_probe.h"
 #include "model/sink.h"
 #include "tests/model/model_test_support.h"
 
@@ -77,6 +78,29 @@ TEST(AttentionMass, QueryClassesSplitTheSinkMass) {
   EXPECT_TRUE(torch::allclose((split.sink_trigger + split.sink_other) / 2, split.sink, 1e-12, 1e-12));
   EXPECT_FALSE(torch::allclose(split.sink_trigger, split.sink_other, 1e-6, 1e-6));
   EXPECT_FALSE(measure_attention_mass(model, segments, 1, 0).sink_trigger.defined());
+}
+
+// Each layer's map is that layer's own attention, averaged over heads and segments: its rows are
+// probabilities (a vanilla causal row over the first M keys sums to 1) and the layers differ.
+TEST(AttentionMass, EachLayerHasItsOwnMap) {
+  const ModelConfig c = ModelConfig::from(testing_support::tiny_config("none"));
+  GPTNeoXForCausalLM model(c);
+  const auto ids = testing_support::random_ids(2, 16, c.tokenizer_vocab_size);
+  std::vector<std::vector<int64_t>> segments;
+  for (int64_t s = 0; s < 2; ++s) segments.emplace_back(ids[s].data_ptr<int64_t>(), ids[s].data_ptr<int64_t>() + 16);
+  const int64_t M = 8;
+  const AttentionMass mass = measure_attention_mass(model, segments, /*first=*/1, M);
+  ASSERT_EQ(mass.maps.size(), static_cast<size_t>(c.num_layers));
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    torch::Tensor want = torch::zeros({M, M}, torch::kFloat64);
+    for (int64_t s = 0; s < 2; ++s)
+      want += record_attention(model, ids[s].unsqueeze(0)).probabilities[l].to(torch::kFloat64).narrow(1, 0, M).narrow(2, 0, M).mean(0);
+    want /= 2.0;
+    EXPECT_TRUE(torch::allclose(mass.maps[l], want, 1e-6, 1e-9)) << "layer " << l;
+    EXPECT_TRUE(torch::allclose(mass.maps[l].sum(1), torch::ones({M}, torch::kFloat64), 1e-6, 1e-6)) << "layer " << l << " rows sum to "
+        << mass.maps[l].sum(1);
+  }
+  EXPECT_FALSE(torch::allclose(mass.maps[0], mass.maps[1])) << "layers 0 and 1 share one map";
 }
 
 TEST(AttentionMass, NoGateStatisticsWithoutAGate) {

@@ -104,11 +104,12 @@ def checkpoint_digest(run_dir, step):
 def without_tokenizer(checkpoint, copy):
     """`checkpoint` as a run that never had a tokenizer writes it: the files and the manifest without one."""
     shutil.copytree(checkpoint, copy)
-    os.remove(os.path.join(copy, "tokenizer.json"))
     manifest_path = os.path.join(copy, "manifest.json")
     with open(manifest_path) as f:
         manifest = json.load(f)
-    del manifest["files"]["tokenizer.json"]
+    for name in ("sinklm.tokenizer.json", "tokenizer.json", "tokenizer_config.json"):  # the run's, Hugging Face's
+        os.remove(os.path.join(copy, name))
+        del manifest["files"][name]
     with open(manifest_path, "w") as f:
         json.dump(manifest, f)
     return copy
@@ -160,9 +161,9 @@ def main():
         check(same, "preempted, requeued and finished == uninterrupted, bit for bit (final weights)")
 
         checkpoint = sorted(glob.glob(os.path.join(run_dir, "checkpoints", "step_*")))[-1]
-        with open(os.path.join(checkpoint, "tokenizer.json"), "rb") as f:
+        with open(os.path.join(checkpoint, "sinklm.tokenizer.json"), "rb") as f:
             check(hashlib.sha256(f.read()).hexdigest() == digest,
-                  "the checkpoint carries the shards' tokenizer, though no data.tokenizer was given")
+                  "the checkpoint carries the shards' tokenizer (sinklm.tokenizer.json), though no data.tokenizer was given")
 
         scored = run([BIN, "eval", "--checkpoint", checkpoint, "--tasks", "arc_easy", "--limit", "8"])
         check("arc_easy" in scored.stdout and "bytes" not in scored.stderr,
