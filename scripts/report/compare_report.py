@@ -5,6 +5,7 @@ import json
 import os
 import sys
 
+import headline
 import zero_shot_stats
 
 PAPER_STREAM = {"Vanilla": ["27.87", "18.49", "18.05", "18.05"], "Zero Sink": ["29214", "19.90", "18.27", "18.01"],
@@ -23,20 +24,26 @@ def validation_cell(record, key):
     return f"{record[key]:.4f}" if record and key in record else "-"
 
 
+TRAIN_LOSS_SHARE = 0.1  # the train loss is a mean over the logged steps of the last 10% of training: one batch is noise
+
+
 def training_rows(runs):
-    print("| run | steps | tokens | final train loss | final validation loss | same, matched context |")
+    print(f"| run | steps | tokens | train loss (mean over the logged steps of the last {TRAIN_LOSS_SHARE:.0%}) | "
+          "final validation loss | same, matched context |")
     print("|---|---|---|---|---|---|")
     for run in runs:
         rows = [json.loads(line) for line in open(os.path.join(run, "metrics.jsonl"))]
         train = [r for r in rows if "loss" in r]
         val = [r for r in rows if "val_loss" in r]
         last = val[-1] if val else None
+        recent = [r for r in train if r["step"] > (1 - TRAIN_LOSS_SHARE) * train[-1]["step"]] or train[-1:]
+        loss = sum(r["loss"] for r in recent) / len(recent)
         print(f"| {os.path.basename(run)} | {train[-1]['step']} | {int(train[-1]['tokens']):,} | "
-              f"{train[-1]['loss']:.4f} | {validation_cell(last, 'val_loss')} | "
-              f"{validation_cell(last, 'val_loss_matched')} |")
+              f"{loss:.4f} ({len(recent)} logged, steps {recent[0]['step']}–{recent[-1]['step']}) | "
+              f"{validation_cell(last, 'val_loss')} | {validation_cell(last, 'val_loss_matched')} |")
     print("\n*Matched context: the mean over targets with 1 .. seq_len−2 text tokens of context, the same in every "
           "sink mode (a sink-token model's first target, predicted from the sink alone, and a vanilla model's last "
-          "are left out); the plain validation loss counts every target.*")
+          "are left out); the plain validation loss counts every target. Each run is one seed.*")
 
 
 def streaming(out, names, window):
@@ -220,12 +227,25 @@ def attention(out, names):
             print()
 
 
+def result_over_seeds(out):
+    """The report leads with what holds over seeds, the README's headline table (scripts/report/headline.py)."""
+    seeds = headline.collect(out)["seeds"]
+    print("## The result, over seeds\n")
+    if not seeds:
+        print("No seeds were run (`scripts/compare --seeds N`): every figure below is one run, a measurement of one "
+              "model, not a result.\n")
+        return
+    print("\n".join(headline.seed_table(seeds)) + "\n")
+    print("Every later table that names no seeds shows one run (seed 1): a per-run measurement, not a result.\n")
+
+
 def main():
     out, preset, window, runs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
     names = [os.path.basename(r) for r in runs]
     corpus = load(f"{out}/corpus/manifest.json") or {}
     shards = load(f"{out}/shards/manifest.json") or {}
     print(f"# sinklm comparison: `{preset}`, {', '.join(names)}\n")
+    result_over_seeds(out)
     splits = shards.get("splits", {})
     print(f"Data: {', '.join(s.get('name', '?') for s in corpus.get('sources', []))} from Debian packages; "
           f"tokenizer: {shards.get('tokenizer', '?')}; train {splits.get('train', {}).get('tokens', 0):,} tokens, "

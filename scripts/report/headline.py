@@ -6,11 +6,16 @@ usage: headline.py collect RUN_DIR OUT_JSON      the headline's numbers from a r
        headline.py table HEADLINE_JSON           the markdown README.md carries between its headline markers
        headline.py check HEADLINE_JSON README    exit 1 unless README's headline is exactly `table`'s output
 
+The result leads: the synthetic vanilla / sink-token pair over N seeds, each figure the mean with its 95% interval
+and each effect with its k of N (seed_stats.py); an interval that includes 1 is said to in words. Single runs
+(the text pair, the other variants: seed 1) follow in a per-run table, never in bold and never called a result.
+
 headline.json (written here):
   {"date": "YYYY-MM-DD", "commit": short hash or null, "rows": [{"source": "text" | "synthetic", "window": W, "tokens": N, "model": sink mode,
    "ppl": [0+W, 1+(W-1), 2+(W-2), 4+(W-4)], "full": dense attention's ppl or null}, ...],
-   "seeds": null or {"variant": "token", "seeds": N, "evict": [geometric mean, low, high], "per_seed": [...],
-   "effect": E, "effect_seeds": k}}
+   "seeds": null or {"seeds": N, "effect": E, "window": W, "variants": [{"variant": "none" | "token",
+     "ppl": [[geometric mean, low, high] for 0+W, 1+(W-1), 2+(W-2), 4+(W-4)], "evict": [geometric mean, low, high],
+     "per_seed": [0+W ÷ 1+(W-1) of seed 1, 2, ...], "effect_seeds": k}, ...]}}
 Rows come from RUN_DIR/stream-NAME.json (`sinklm stream --compare`) and stream-NAME-full.json, the synthetic
 ones from RUN_DIR/synthetic/; the seeds from RUN_DIR/synthetic/seeds/sweep.json (scripts/sink_sweep).
 """
@@ -20,6 +25,8 @@ import json
 import os
 import subprocess
 import sys
+
+import seed_stats
 
 BEGIN, END = "<!-- headline: scripts/report/headline.py table docs/results/headline.json -->", "<!-- /headline -->"
 LABELS = {"none": "vanilla", "token": "one sink token", "softmax1": "zero sink (softmax1)", "logit": "sink logit",
@@ -45,16 +52,24 @@ def rows_of(directory, source):
     return sorted(rows, key=lambda r: order.index(r["model"]) if r["model"] in order else len(order))
 
 
-def seeds_of(run_dir):
+def seeds_of(run_dir, window):
+    """The sweep's vanilla and sink-token models over seeds (its summaries; per seed in seed order)."""
     sweep = load(os.path.join(run_dir, "synthetic", "seeds", "sweep.json"))
     if not sweep:
         return None
-    summary = next((s for s in sweep["summaries"] if s["variant"] == "token"), None)
-    if summary is None:
+    variants = []
+    for summary in sweep["summaries"]:
+        if summary["variant"] not in ("none", "token"):
+            continue
+        runs = sorted((r for r in sweep["runs"] if r["variant"] == summary["variant"]), key=lambda r: r["seed"])
+        # Perplexity is positive and multiplicative: geometric mean, interval on the log scale (as the ratio's).
+        ppl = [list(seed_stats.ratio_interval([r["ppl"][i] for r in runs])) for i in range(4)]
+        variants.append({"variant": summary["variant"], "ppl": ppl, "evict": summary["evict"],
+                         "per_seed": [r["evict"] for r in runs], "effect_seeds": summary["effect_seeds"]})
+    if not variants:
         return None
-    per_seed = [r["evict"] for r in sorted(sweep["runs"], key=lambda r: r["seed"]) if r["variant"] == "token"]
-    return {"variant": "token", "seeds": summary["seeds"], "evict": summary["evict"], "per_seed": per_seed,
-            "effect": sweep["effect"], "effect_seeds": summary["effect_seeds"]}
+    return {"seeds": max(len(v["per_seed"]) for v in variants), "effect": sweep["effect"], "window": window,
+            "variants": variants}
 
 
 def commit():
@@ -67,32 +82,56 @@ def commit():
 
 
 def collect(run_dir):
-    return {"date": datetime.date.today().isoformat(), "commit": commit(),
-            "rows": rows_of(run_dir, "text") + rows_of(os.path.join(run_dir, "synthetic"), "synthetic"),
-            "seeds": seeds_of(run_dir)}
+    rows = rows_of(run_dir, "text") + rows_of(os.path.join(run_dir, "synthetic"), "synthetic")
+    window = next((r["window"] for r in rows if r["source"] == "synthetic"), None)
+    return {"date": datetime.date.today().isoformat(), "commit": commit(), "rows": rows,
+            "seeds": seeds_of(run_dir, window)}
+
+
+def seed_table(s):
+    """The result: the synthetic pair over seeds, every figure a mean with its interval."""
+    n = s["seeds"]
+    lines = [f"The synthetic pair over {n} seeds (data and initialisation seed 1..{n}, `scripts/compare --seeds`): "
+             "geometric means with their 95% Student-t intervals on the log scale (perplexities and their ratio are "
+             "positive and multiplicative).", "",
+             "| synthetic, cache W | model | seeds | 0+W | 1+(W−1) | 2+(W−2) | 4+(W−4) | 0+W ÷ 1+(W−1) "
+             f"| seeds with 0+W ÷ 1+(W−1) ≥ {s['effect']} |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for v in s["variants"]:
+        lines.append(f"| W = {s['window']} | {LABELS[v['variant']]} | {len(v['per_seed'])} | "
+                     + " | ".join(seed_stats.format_interval(p) for p in v["ppl"])
+                     + f" | **{seed_stats.format_interval(v['evict'], suffix='x')}** | {v['effect_seeds']} of {len(v['per_seed'])} |")
+    for v in s["variants"]:
+        mean, low, high = v["evict"]
+        n_v = len(v["per_seed"])
+        per_seed = ", ".join(f"{p:.2f}x" for p in v["per_seed"])
+        verdict = (f"its interval includes 1, so over {n_v} seeds a cost is not established"
+                   if low <= 1.0 <= high else "its interval excludes 1")
+        lines += ["", f"{LABELS[v['variant']].capitalize()}: 0+W ÷ 1+(W−1) = {seed_stats.format_interval(v['evict'], suffix='x')}; "
+                  f"{verdict}; {v['effect_seeds']} of {n_v} seeds at least {s['effect']}x (per seed {per_seed})."]
+    return lines
+
+
+def single_run_table(rows):
+    """Single runs (seed 1): measurements of one model each, not results."""
+    lines = ["One run each (seed 1; the text pair and the other variants are trained once: per-run values, no "
+             "interval):", "",
+             "| source, cache W | model | 0+W | 1+(W−1) | 2+(W−2) | 4+(W−4) | full attention |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        full = f"{r['full']:.2f}" if r["full"] is not None else "–"
+        lines.append(f"| {r['source']}, W = {r['window']}, {r['tokens']:,} tokens | {LABELS.get(r['model'], r['model'])} | "
+                     + " | ".join(f"{p:.2f}" for p in r["ppl"]) + f" | {full} |")
+    return lines
 
 
 def table(headline):
     lines = [f"Streaming perplexity of held-out text through a bounded cache, S sinks + W−S recent tokens "
              f"({headline['date']}" + (f", commit {headline['commit']}" if headline.get("commit") else "")
-             + ", `scripts/demo.sh`):", "",
-             "| source, cache W | model | 0+W | 1+(W−1) | 2+(W−2) | 4+(W−4) | full attention |",
-             "|---|---|---|---|---|---|---|"]
-    for r in headline["rows"]:
-        ppl = [f"{p:.2f}" for p in r["ppl"]]
-        if r["model"] == "token" and r["source"] == "synthetic":
-            ppl[0] = f"**{ppl[0]}**"
-        full = f"{r['full']:.2f}" if r["full"] is not None else "–"
-        lines.append(f"| {r['source']}, W = {r['window']}, {r['tokens']:,} tokens | {LABELS.get(r['model'], r['model'])} | "
-                     + " | ".join(ppl) + f" | {full} |")
-    s = headline.get("seeds")
-    if s:
-        mean, low, high = s["evict"]
-        lines += ["", f"Over {s['seeds']} seeds (data and initialisation seed 1..{s['seeds']}, `scripts/compare "
-                  f"--seeds`), the synthetic sink-token model pays 0+W ÷ 1+(W−1) = **{mean:.2f}x [{low:.2f}, {high:.2f}]** "
-                  f"(geometric mean, 95% Student-t interval on the log scale; per seed "
-                  + ", ".join(f"{p:.2f}x" for p in s["per_seed"])
-                  + f"; {s['effect_seeds']} of {s['seeds']} at least {s['effect']}x)."]
+             + ", `scripts/demo.sh`).", ""]
+    if headline.get("seeds"):
+        lines += seed_table(headline["seeds"]) + [""]
+    lines += single_run_table(headline["rows"])
     return "\n".join(lines) + "\n"
 
 
