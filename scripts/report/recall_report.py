@@ -26,6 +26,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from compare_report import training_rows
+import seed_stats
 
 
 def load(path):
@@ -41,11 +42,17 @@ def trained_length(run_dir):
     return None
 
 
+def accuracy_cell(accuracy, queries):
+    """'0.98 [0.89, 1.00]': the accuracy of `queries` queries with its Wilson interval."""
+    return seed_stats.format_interval(seed_stats.wilson_interval(round(accuracy * queries), queries))
+
+
 def table(name, result, trained):
     points = result["policies"][0]["points"]
     window = result["window"]
     print(f"**{name}** ({result['sink_mode']}), cache W = {window}, {result['pairs']} queries per distance, "
-          f"chance {result['chance']:.3f}:\n")
+          f"chance {result['chance']:.3f}; each accuracy with its 95% Wilson interval over those queries (one model: "
+          "the interval is over queries, not seeds):\n")
     print("| policy | " + " | ".join(f"d={p['distance']}" + (" (>W)" if p["distance"] > window else "") for p in points)
           + " | filler NLL after eviction | agreement with " + result["reference"] + " | KV entries (most) | K/V KiB per stream |")
     print("|---|" + "---|" * (len(points) + 4))
@@ -53,7 +60,7 @@ def table(name, result, trained):
         nll = [p["filler_nll_after_eviction"] for p in policy["points"] if p["filler_nll_after_eviction"] is not None]
         agreed = [p["agreement_with_reference"] for p in policy["points"] if p["agreement_with_reference"] is not None]
         agreement = f"{sum(agreed) / len(agreed):.3f}" if agreed else "-"
-        print(f"| {policy['label']} | " + " | ".join(f"{p['accuracy']:.2f}" for p in policy["points"])
+        print(f"| {policy['label']} | " + " | ".join(accuracy_cell(p["accuracy"], result["pairs"]) for p in policy["points"])
               + f" | {sum(nll) / len(nll):.3f} | {agreement} | {max(p['max_kv_entries'] for p in policy['points'])}"
               + f" | {policy['kv_bytes_per_stream'] / 1024:.1f} |")
     print()

@@ -89,6 +89,18 @@ def ratio_interval(ratios, level=0.95):
     return math.exp(mean), math.exp(low), math.exp(high)
 
 
+def wilson_interval(successes, n, level=0.95):
+    """(proportion, low, high): Wilson's score interval of a proportion, which stays inside [0, 1] and is not
+    empty at 0 or n successes (unlike p +- z sqrt(p(1-p)/n)); z is the normal quantile (the t quantile's limit)."""
+    if n <= 0:
+        raise ValueError("wilson_interval: no trials")
+    z = t_quantile(0.5 + level / 2.0, 1e9)
+    p = successes / n
+    center = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return p, max(0.0, center - half), min(1.0, center + half)
+
+
 def format_interval(summary, digits=2, suffix=""):
     """'1.89x [1.52, 2.35]' (or '1.89x' for one seed)."""
     mean, low, high = summary

@@ -65,4 +65,21 @@ try:
     check(False, "a zero ratio is refused")
 except ValueError as e:
     check("positive" in str(e), "a zero ratio is refused, saying ratios must be positive", str(e))
+
+# Wilson's interval: against the root of its defining equation |p - q| = z sqrt(q (1 - q) / n), solved here by
+# bisection on each side of p (an independent computation), with the normal quantile 1.959963984540054.
+z = 1.959963984540054
+for k, n in ((0, 48), (1, 48), (24, 48), (47, 48), (48, 48), (3, 10)):
+    p = k / n
+    def root(lo, hi, below):
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            inside = abs(p - mid) <= z * math.sqrt(mid * (1 - mid) / n)
+            lo, hi = (lo, mid) if inside == below else (mid, hi)
+        return (lo + hi) / 2
+    want_low = 0.0 if k == 0 else root(0.0, p, below=True)
+    want_high = 1.0 if k == n else root(p, 1.0, below=False)
+    got = seed_stats.wilson_interval(k, n)
+    check(abs(got[1] - want_low) < 1e-7 and abs(got[2] - want_high) < 1e-7 and got[0] == p,
+          f"wilson_interval({k}, {n}) solves Wilson's equation", f"{got} vs ({want_low}, {want_high})")
 finish()
