@@ -199,10 +199,11 @@ struct OpenAiServer::Impl {
   // The longest request, prompt tokens plus the one generated, in which every prompt token is scored with all
   // the tokens before it in the cache: vLLM's key, what lm-eval's max_length takes (it sends max_length - 1
   // tokens). A cache of W entries, P of them the model's sink tokens (mode token), holds W - P prompt tokens: an
-  // evicting cache scores W - P + 1 of them with every earlier one in view (the last is scored, never cached);
-  // a cache that never evicts must hold every token it is given.
+  // cache that slides (an evicting one, or recompute's re-encoded window) scores W - P + 1 of them with every
+  // earlier one in view (the last is scored, never held); the full cache must hold every token it is given.
   int64_t max_model_len() const {
-    return policy->budget() - sink_prefix_length(decoder.config()) + (policy->fills_budget() ? 2 : 1);
+    const bool slides = policy->fills_budget() || policy->recomputes();
+    return policy->budget() - sink_prefix_length(decoder.config()) + (slides ? 2 : 1);
   }
 
   // sinklm's extension of /v1/models: what makes this server's streams different.
