@@ -1,5 +1,6 @@
 #include "export/gguf_vocabulary.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -7,6 +8,7 @@
 #include "core/error.h"
 #include "data/tokenizers/hf_tokenizer_json.h"
 #include "data/tokenizers/sentencepiece_tokenizer.h"
+#include "export/hf_tokenizer_files.h"
 #include "model/sink.h"
 
 namespace fs = std::filesystem;
@@ -36,9 +38,7 @@ void add_rows_past_tokenizer(Vocabulary& v, const ModelConfig& model, bool score
   for (int64_t id = static_cast<int64_t>(v.tokens.size()); id < model.vocab_size; ++id) {
     const auto sink = std::find(sinks.begin(), sinks.end(), id);
     const size_t index = static_cast<size_t>(sink - sinks.begin());
-    v.tokens.push_back(sink == sinks.end() ? "[PAD" + std::to_string(id) + "]"
-                       : sinks.size() == 1 ? std::string("<|sink|>")
-                                           : "<|sink_" + std::to_string(index) + "|>");
+    v.tokens.push_back(sink == sinks.end() ? "[PAD" + std::to_string(id) + "]" : sink_token_text(index, sinks.size()));
     v.types.push_back(sink == sinks.end() ? kUnused : kControl);
     if (scored) v.scores.push_back(-1000.0f);
   }

@@ -14,11 +14,10 @@ void export_hf(LoadedModel& loaded, const std::vector<std::string>& tokenizer_fi
          "attention and would compute another function; export hf covers the modes none and token (`sinklm "
          "serve` serves every mode)");
   // A tokenizer Hugging Face cannot express fails here, naming it, before anything is written.
-  if (!tokenizer_files.empty())
-    hf_tokenizer_files(model, loaded.config.get_int("train.seq_len"), tokenizer_files.front());
+  const CheckpointTokenizer tokenizer = checkpoint_tokenizer(tokenizer_files, loaded.config, model, HfView::Required);
   CheckpointWriter writer(out);
   writer.add_model(loaded.config, loaded.model, dtype);
-  add_tokenizer_files(writer, tokenizer_files, loaded.config, model);
+  add_tokenizer_files(writer, tokenizer);
   writer.commit();
 }
 

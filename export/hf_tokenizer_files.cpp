@@ -17,10 +17,6 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string sink_token_text(size_t index, size_t count) {
-  return count == 1 ? "<|sink|>" : "<|sink_" + std::to_string(index) + "|>";
-}
-
 // The text of token `id` in a tokenizer.json (an added token's content, else its vocabulary entry); null for -1.
 json token_text(const json& tokenizer, int64_t id) {
   if (id < 0) return nullptr;
@@ -55,6 +51,10 @@ void add_sink_tokens(json& tokenizer, const std::vector<int64_t>& sink_ids, cons
 
 }  // namespace
 
+std::string sink_token_text(size_t index, size_t count) {
+  return count == 1 ? "<|sink|>" : "<|sink_" + std::to_string(index) + "|>";
+}
+
 HfTokenizerFiles hf_tokenizer_files(const ModelConfig& model, int64_t trained_length, const std::string& tokenizer_file) {
   HfTokenizerFiles files;
   files.tokenizer = hf_tokenizer_json(tokenizer_file);
@@ -73,24 +73,28 @@ HfTokenizerFiles hf_tokenizer_files(const ModelConfig& model, int64_t trained_le
   return files;
 }
 
-void add_tokenizer_files(CheckpointWriter& writer, const std::vector<std::string>& files, const Config& config,
-                         const ModelConfig& model) {
-  for (const auto& file : files)
+CheckpointTokenizer checkpoint_tokenizer(std::vector<std::string> files, const Config& config, const ModelConfig& model,
+                                         HfView view) {
+  CheckpointTokenizer tokenizer{std::move(files), std::nullopt};
+  if (tokenizer.files.empty()) return tokenizer;
+  try {
+    tokenizer.hf = hf_tokenizer_files(model, config.get_int("train.seq_len"), tokenizer.files.front());
+  } catch (const UserError& e) {
+    if (view == HfView::Required) throw;
+    std::cerr << "sinklm: note: no Hugging Face tokenizer.json in the checkpoints: " << e.what() << "\n";
+  }
+  return tokenizer;
+}
+
+void add_tokenizer_files(CheckpointWriter& writer, const CheckpointTokenizer& tokenizer) {
+  for (const auto& file : tokenizer.files)
     writer.add_file(checkpoint_tokenizer_name(file),
                     [&](const std::string& path) { write_file_durable(path, read_file(file)); });
-  if (files.empty()) return;
-  HfTokenizerFiles hf;
-  try {
-    hf = hf_tokenizer_files(model, config.get_int("train.seq_len"), files.front());
-  } catch (const UserError& e) {
-    static bool said = false;
-    if (!said) std::cerr << "sinklm: note: no Hugging Face tokenizer.json in the checkpoint: " << e.what() << "\n";
-    said = true;
-    return;
-  }
-  writer.add_file("tokenizer.json", [&](const std::string& path) { write_file_durable(path, hf.tokenizer.dump() + "\n"); });
+  if (!tokenizer.hf) return;
+  writer.add_file("tokenizer.json",
+                  [&](const std::string& path) { write_file_durable(path, tokenizer.hf->tokenizer.dump() + "\n"); });
   writer.add_file("tokenizer_config.json", [&](const std::string& path) {
-    write_file_durable(path, hf.tokenizer_config.dump(2) + "\n");
+    write_file_durable(path, tokenizer.hf->tokenizer_config.dump(2) + "\n");
   });
 }
 

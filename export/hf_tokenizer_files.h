@@ -12,6 +12,7 @@
 //                          "clean_up_tokenization_spaces": false}
 #pragma once
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,10 @@
 
 namespace sinklm {
 
+// The text of sink token `index` of `count`: "<|sink|>" for one, "<|sink_0|>", "<|sink_1|>", ... for several; the
+// name both the Hugging Face view and GGUF give it.
+std::string sink_token_text(size_t index, size_t count);
+
 struct HfTokenizerFiles {
   nlohmann::json tokenizer;         // tokenizer.json
   nlohmann::json tokenizer_config;  // tokenizer_config.json
@@ -29,9 +34,19 @@ struct HfTokenizerFiles {
 // express it.
 HfTokenizerFiles hf_tokenizer_files(const ModelConfig& model, int64_t trained_length, const std::string& tokenizer_file);
 
-// Adds the run's tokenizer `files` (tokenizer_files()) and their Hugging Face view to a checkpoint. A tokenizer
-// Hugging Face cannot express gets no view (a note on stderr, once per process); sinklm still reads it.
-void add_tokenizer_files(CheckpointWriter& writer, const std::vector<std::string>& files, const Config& config,
-                         const ModelConfig& model);
+// The tokenizer files a checkpoint carries: the run's own and their Hugging Face view, made once (a run writes
+// many checkpoints; the conversion reads and checks the whole vocabulary).
+struct CheckpointTokenizer {
+  std::vector<std::string> files;      // tokenizer_files(); empty for a byte-level model
+  std::optional<HfTokenizerFiles> hf;  // none: Hugging Face cannot express the tokenizer (or there is none)
+};
+// Required: a tokenizer Hugging Face cannot express is a UserError naming it (export hf); Optional: it gets no view
+// and a note on stderr (training, quantize: sinklm still reads the run's own file).
+enum class HfView { Required, Optional };
+CheckpointTokenizer checkpoint_tokenizer(std::vector<std::string> files, const Config& config, const ModelConfig& model,
+                                         HfView view);
+// Writes them into a checkpoint: the run's files under checkpoint_tokenizer_name(), tokenizer.json and
+// tokenizer_config.json when there is a view.
+void add_tokenizer_files(CheckpointWriter& writer, const CheckpointTokenizer& tokenizer);
 
 }  // namespace sinklm

@@ -26,7 +26,6 @@
 #include "train/monitor/sink_probe.h"
 #include "train/monitor/tensorboard_events.h"
 #include "train/stop_signal.h"
-#include "export/hf_tokenizer_files.h"
 #include "train/training_checkpoint.h"
 
 namespace fs = std::filesystem;
@@ -341,7 +340,9 @@ void Trainer::save_checkpoint(int64_t steps_done) {
                             {"loader", loader_->cursor()}};
     writer->add_file("trainer_state.json",
                      [&](const std::string& path) { write_file_durable(path, state.dump(2) + "\n"); });
-    add_tokenizer_files(*writer, tokenizer_files_, config_, model_config_);
+    if (!checkpoint_tokenizer_)  // once per run, on the rank that writes
+      checkpoint_tokenizer_ = checkpoint_tokenizer(tokenizer_files_, config_, model_config_, HfView::Optional);
+    add_tokenizer_files(*writer, *checkpoint_tokenizer_);
     for (const auto& file : reduction_->optimizer_files()) writer->adopt_file(file);
     writer->commit();
     prune_checkpoints(run_dir_, options_.keep_checkpoints);

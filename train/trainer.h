@@ -18,6 +18,7 @@
 
 #include "core/config/config.h"
 #include "data/shards/mixture_loader.h"
+#include "export/hf_tokenizer_files.h"
 #include "model/gpt_neox.h"
 #include "train/distributed/communicator.h"
 #include "train/distributed/distributed_context.h"
@@ -108,6 +109,7 @@ class Trainer {
 
   // Before config_: the resolution of config_ reads them. A wrong tokenizer fails now, not at the first checkpoint.
   std::vector<std::string> tokenizer_files_;  // copied into every checkpoint (run_tokenizer_files)
+  std::optional<CheckpointTokenizer> checkpoint_tokenizer_;  // them and their Hugging Face view, made at the first save
   Config config_;
   std::string run_dir_;
   std::string init_from_note_;  // what train.init_from copied, for the start-up line

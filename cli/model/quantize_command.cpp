@@ -50,7 +50,8 @@ int run_quantize_command(const std::vector<std::string>& argv) {
   const auto int8 = format == WeightFormat::Int8 ? projection_weights(loaded.model, keep_lm_head) : std::set<std::string>{};
   writer.add_model(loaded.config, loaded.model, format == WeightFormat::Bf16 ? torch::kBFloat16 : torch::kFloat32, int8);
   if (!tokenizer.empty())
-    add_tokenizer_files(writer, tokenizer_files(tokenizer, "--tokenizer"), loaded.config, loaded.model->config());
+    add_tokenizer_files(writer, checkpoint_tokenizer(tokenizer_files(tokenizer, "--tokenizer"), loaded.config,
+                                                     loaded.model->config(), HfView::Optional));
   writer.commit();
   std::cout << "quantized " << model.checkpoint << " -> " << out << ": "
             << (format == WeightFormat::Int8 ? std::to_string(int8.size()) + " projection weights int8" +

@@ -124,8 +124,8 @@ json hf_tokenizer_json(const std::string& tokenizer_file) {
     return byte_level_json(read_vocab_and_merges(tokenizer_file, merges));
   }
   if (ends_with(name, ".json")) {
-    load_tokenizer_json(tokenizer_file);  // refuses what sinklm does not read, naming the component
     json root = read_json_file_for_tokenizer(tokenizer_file);
+    tokenizer_from_json(root, tokenizer_file);  // refuses what sinklm does not read, naming the component
     root["post_processor"] = nullptr;  // sinklm never applied it: ids equal sinklm's only without it
     return root;
   }

@@ -65,7 +65,10 @@ std::pair<std::string, std::string> merge_pair(const json& m, const std::string&
 }
 
 std::unique_ptr<Tokenizer> load_tokenizer_json(const std::string& path) {
-  const json root = read_json_file_for_tokenizer(path);
+  return tokenizer_from_json(read_json_file_for_tokenizer(path), path);
+}
+
+std::unique_ptr<Tokenizer> tokenizer_from_json(const json& root, const std::string& path) {
   if (!root.is_object()) fail(path, ": not a tokenizer.json (expected a JSON object)");
   const json& pre = root.value("pre_tokenizer", json());
   const json& normalizer = root.value("normalizer", json());

@@ -16,6 +16,8 @@
 namespace sinklm {
 
 std::unique_ptr<Tokenizer> load_tokenizer_json(const std::string& path);
+// The same from the file's JSON, already read (`path` names it in errors).
+std::unique_ptr<Tokenizer> tokenizer_from_json(const nlohmann::json& root, const std::string& path);
 
 // The file's JSON; UserError naming the path when it is not JSON.
 nlohmann::json read_json_file_for_tokenizer(const std::string& path);
