@@ -14,8 +14,12 @@
 # `model.sink.mode`): tokens/s, MFU and peak memory, one row each.
 #
 # usage: scripts/gpu/gpu_train_check.sh [--bundle sinklm-gpu.tar.gz] [--out DIR] [--steps N] [--micro-batch N]
-#                                   [--stages REGEX] [--dry-run]
+#                                   [--stages REGEX] [--dry-run] [--text-run DIR [--text-steps N]]
 #   --stages   run only the stages whose name matches (grep -E), e.g. 'pythia|python' (default: all)
+#   --text-run the optional stage text_sink_run: scripts/text_sink_run's natural-text vanilla / sink-token pair
+#              on this device for --text-steps steps (default 100000, 410M tokens per model), in DIR, which must
+#              already hold the text (scripts/prepare_text --out DIR, carried: the device reaches no network);
+#              the sink-onset curve and streaming perplexity along the way in DIR/report.md
 #   --bundle   a tarball from scripts/gpu/gpu_bundle.sh (a machine without sinklm's libraries); default: build/
 #   --dry-run  the whole check on the CPU, so it cannot rot between GPU loans (ctest gpu_check_dry_run): the
 #              bundle is packed from build/ and unpacked into a temporary directory as on the device, every
@@ -24,7 +28,7 @@
 # Every file goes under --out (default runs/gpu-check): summary.json, summary.md (one screen), logs/.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-bundle="" out="$root/runs/gpu-check" steps=30 micro=16 only="." dry=0
+bundle="" out="$root/runs/gpu-check" steps=30 micro=16 only="." dry=0 text_run="" text_steps=100000
 while [ $# -gt 0 ]; do
   case "$1" in
     --bundle) bundle="$2"; shift 2 ;;
@@ -33,6 +37,8 @@ while [ $# -gt 0 ]; do
     --micro-batch) micro="$2"; shift 2 ;;
     --stages) only="$2"; shift 2 ;;
     --dry-run) dry=1; shift ;;
+    --text-run) text_run="$2"; shift 2 ;;
+    --text-steps) text_steps="$2"; shift 2 ;;
     *) echo "gpu_train_check: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
@@ -192,6 +198,10 @@ PYREQ
   return $rc
 }
 stage serve_cuda 120 bash -c "$(declare -f serve_check); sinklm='$sinklm' work='$work' logs='$logs' PY='$PY' dev='$dev'; serve_check"
+
+# Optional: sinks on natural text as far as this device goes in the stage's half hour (scripts/text_sink_run).
+[ -z "$text_run" ] || stage text_sink_run 1800 bash "$root/scripts/text_sink_run" --sinklm "$sinklm" --out "$text_run" \
+  --steps "$text_steps" --checkpoint-every "$((text_steps / 10))"
 
 "$PY" "$root/scripts/gpu/gpu_check_summary.py" "$out" --markdown "$out/summary.md" >"$out/summary.json"
 tar -C "$out" -czf "$out/logs.tar.gz" logs

@@ -43,7 +43,34 @@ def training_rows(runs):
               f"{validation_cell(last, 'val_loss')} | {validation_cell(last, 'val_loss_matched')} |")
     print("\n*Matched context: the mean over targets with 1 .. seq_len−2 text tokens of context, the same in every "
           "sink mode (a sink-token model's first target, predicted from the sink alone, and a vanilla model's last "
-          "are left out); the plain validation loss counts every target. Each run is one seed.*")
+          "are left out); the plain validation loss counts every target. Each run is one seed.*\n")
+    configuration_rows(runs)
+
+
+CONFIGURATION = [("model", "sink.mode", "sink"), ("model", "num_layers", "layers"), ("model", "num_heads", "heads"),
+                 ("model", "hidden_size", "width"), ("model", "parallel_residual", "parallel residual"),
+                 ("model", "rotary_pct", "rotary share"), ("train", "seq_len", "sample length"),
+                 ("train", "global_batch_tokens", "tokens per step"), ("train", "steps", "steps"),
+                 ("train", "lr", "peak lr"), ("train", "min_lr_ratio", "final lr ÷ peak"),
+                 ("train", "warmup_fraction", "warm-up share"), ("train", "weight_decay", "weight decay"),
+                 ("model", "init_seed", "init seed"), ("data", "seed", "order seed"),
+                 ("data", "validation_batches", "validation batches")]
+
+
+def configuration_rows(runs):
+    """What each run was: architecture and schedule from its config.yaml (the run's resolved configuration)."""
+    import yaml
+    print("| run | " + " | ".join(label for _, _, label in CONFIGURATION) + " |")
+    print("|---|" + "---|" * len(CONFIGURATION))
+    for run in runs:
+        config = yaml.safe_load(open(os.path.join(run, "config.yaml")))
+        def value(section, key):
+            node = config.get(section, {})
+            for part in key.split("."):
+                node = node.get(part, "?") if isinstance(node, dict) else "?"
+            return node
+        print(f"| {os.path.basename(run)} | " + " | ".join(str(value(section, key)) for section, key, _ in CONFIGURATION) + " |")
+    print()
 
 
 def streaming(out, names, window):
@@ -219,12 +246,34 @@ def attention(out, names):
                   f"{sum(first) / len(first):.3f} |")
     print()
     for name in names:
-        directory = f"analyze-{name}"
-        if os.path.exists(f"{out}/{directory}/sink_mass.png"):
-            print(f"**{name}**: sink mass per layer and head ![{name} sink mass]({directory}/sink_mass.png)")
-            maps = sorted(f for f in os.listdir(f"{out}/{directory}") if f.startswith("attention_map_layer"))
-            print(" ".join(f"![{name} {m}]({directory}/{m})" for m in maps))
-            print()
+        heads = load(f"{out}/analyze-{name}/heads.json")
+        if heads:
+            sink_mass_plot(heads, name, f"{out}/sink_mass-{name}.png")
+            print(f"![{name}: sink mass per layer and head](sink_mass-{name}.png)\n")
+
+
+def sink_mass_plot(heads, name, path):
+    """Layers x heads heatmap of the mass on the sink, with its axes, scale and what was measured."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    mode = heads.get("sink_mode", "")
+    grid = [[sink_mass(h, mode) for h in layer["heads"]] for layer in heads["layers"]]
+    fig, ax = plt.subplots(figsize=(1.2 + 0.9 * len(grid[0]), 1.0 + 0.7 * len(grid)))
+    image = ax.imshow(grid, vmin=0.0, vmax=1.0, cmap="viridis", aspect="auto")
+    for layer, row in enumerate(grid):
+        for head, value in enumerate(row):
+            ax.text(head, layer, f"{value:.2f}", ha="center", va="center", fontsize=8,
+                    color="black" if value > 0.5 else "white")
+    ax.set_xticks(range(len(grid[0])))
+    ax.set_yticks(range(len(grid)))
+    ax.set_xlabel("head")
+    ax.set_ylabel("layer")
+    ax.set_title(f"{name} ({mode}): mass on the {'sink token' if mode == 'token' else 'sink'}", fontsize=9)
+    fig.colorbar(image, ax=ax, label="mean attention (queries in each segment's second half)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def result_over_seeds(out):

@@ -89,6 +89,16 @@ def ratio_interval(ratios, level=0.95):
     return math.exp(mean), math.exp(low), math.exp(high)
 
 
+def share_interval(shares, level=0.95, floor=1e-4):
+    """(centre, low, high) of shares in [0, 1] (attention masses): mean_interval on the logit scale, mapped back,
+    so the interval stays inside (0, 1) (as ratio_interval does on the log scale). Shares are held inside
+    [floor, 1 - floor] first, so a mass of exactly 0 does not send the logit to minus infinity."""
+    if any(not 0.0 <= x <= 1.0 for x in shares):
+        raise ValueError(f"share_interval: shares must lie in [0, 1], got {shares}")
+    logits = [math.log(x / (1.0 - x)) for x in (min(max(v, floor), 1.0 - floor) for v in shares)]
+    return tuple(z if math.isnan(z) else 1.0 / (1.0 + math.exp(-z)) for z in mean_interval(logits, level))
+
+
 def wilson_interval(successes, n, level=0.95):
     """(proportion, low, high): Wilson's score interval of a proportion, which stays inside [0, 1] and is not
     empty at 0 or n successes (unlike p +- z sqrt(p(1-p)/n)); z is the normal quantile (the t quantile's limit)."""

@@ -111,6 +111,46 @@ def table3(sources):
     print()
 
 
+def test_sources(shards):
+    """The source of each position of the test split as `sinklm stream --shards` reads it: the documents of
+    manifest.json in shard order, each followed by its end-of-text id (counted with its document)."""
+    manifest = load(os.path.join(shards, "manifest.json"))
+    if not manifest:
+        return None
+    labels = []
+    for document in manifest["documents"]:
+        if document["split"] == "test":
+            labels += [document["id"].split("/")[0]] * (document["tokens"] + 1)
+    return labels
+
+
+def per_source_table(s):
+    """Table 3 per source of the text's test split, from the per-token NLL files of the whole-split stream."""
+    labels = test_sources(os.path.join(s.dir, "shards"))
+    if not labels:
+        return
+    w = s.window
+    caches = [f"0+{w}", f"1+{w - 1}", f"4+{w - 4}"]
+    print(f"Per source of the {s.label} test split (the scored tokens of each source's test documents, end-of-text ids "
+          "included; perplexity from the same per-token NLL as above):\n")
+    print("| model | source | tokens | " + " | ".join(caches) + f" | {caches[0]} ÷ {caches[1]} |")
+    print("|---|---|---|" + "---|" * (len(caches) + 1))
+    for run in s.runs:
+        nll = {c: read_nll(os.path.join(s.dir, f"nll-{run}.tsv.{c}")) for c in caches}
+        if not all(nll.values()):
+            continue
+        for source in sorted(set(labels)):
+            # Position i of an NLL file scores stream token i + 1.
+            rows = [i for i in range(len(nll[caches[0]])) if i + 1 < len(labels) and labels[i + 1] == source]
+            if not rows:
+                print(f"| {run} | {source} | 0 (not reached by the stream) | " + " | ".join("-" for _ in caches) + " | - |")
+                continue
+            ppl = [math.exp(sum(nll[c][i] for i in rows) / len(rows)) for c in caches]
+            print(f"| {run} | {source} | {len(rows)} | " + " | ".join(f"{p:.2f}" for p in ppl)
+                  + f" | {ppl[0] / ppl[1]:.3f}x |")
+    print()
+
+
 def sink_mass_table(sources):
     print("Attention on the sink per layer (`sinklm analyze` on the held-out stream: mean over heads of the mass "
           "that queries in the second half of each segment put on the sink token, for a sink-token model, or on "
@@ -167,18 +207,28 @@ def layer_means(heads, key):
 
 
 def seeds_section(s):
-    """The source's pair over seeds (scripts/compare --seeds: scripts/sink_sweep's tables, seeds/sweep.md)."""
+    """The source's pair over seeds (scripts/compare --seeds: scripts/sink_sweep's tables, seeds/sweep.md), and
+    Table 6's verdict on the seeds' geometric means."""
     path = os.path.join(s.dir, "seeds", "sweep.md")
     sweep = load(os.path.join(s.dir, "seeds", "sweep.json"))
     if not os.path.exists(path) or not sweep:
         return
-    seeds = max(r["seed"] for r in sweep["runs"])
+    seeds = sorted({r["seed"] for r in sweep["runs"]})
     print(f"## Over seeds: the {s.label} pair\n")
-    print(f"The vanilla model and the sink-token model retrained on seeds 1..{seeds} (data seed S, initialisation "
-          "and sample-order seed 1233 + S; one process and thread per model; seed 1 is the data and initialisation "
-          "of the models above) and measured the same way (`scripts/sink_sweep`, which scripts/compare --seeds "
-          "runs; its tables follow). A claim here carries its k of N and its 95% interval.\n")
+    print(f"The vanilla model and the sink-token model on seeds {seeds[0]}..{seeds[-1]} (data seed S, "
+          "initialisation and sample-order seed 1233 + S; seeds after the first trained here on one process and "
+          "thread per model; seed 1 is the pair above, its checkpoints measured again) and measured the same way "
+          "(`scripts/sink_sweep`, which scripts/compare --seeds runs; its tables follow). A claim here carries its "
+          "k of N and its 95% interval.\n")
     print(open(path).read())
+    length = s.trained_length()
+    for summary in sweep["summaries"]:
+        sizes = sorted(int(size) for size in summary.get("cache_sizes", {}))
+        if sizes:
+            ppl = [summary["cache_sizes"][str(size)][0] for size in sizes]
+            print(f"- Table 6 over seeds, {summary['variant']}: lower or flat with each larger cache within the "
+                  f"trained length ({length})? {table6_verdict(sizes, ppl, length)} (geometric means).")
+    print()
 
 
 TABLE6_TOLERANCE = 0.005  # a change of perplexity under 0.5% between cache sizes is "flat", not a direction
@@ -243,10 +293,12 @@ def mechanism_table(sources):
           "the sink positions: **masked** (no later query may attend them; a column mode's column dropped) and "
           "**substituted** (an ordinary token in their place: Table 1's experiment; vanilla and gated: the first "
           "four positions). With rotary positions masking equals evicting in a full sequence (a query sees only "
-          "distances), so masked is also what a model that never had its sink would predict.\n")
+          "distances): masked is what this trained model predicts once its sink is evicted, not what a model "
+          "trained without one would predict. One run each; n = the analysis's segments of tokens (last column); "
+          "the seed tables above carry the claims.\n")
     print("| source | model | sinks | sink mass at triggers | elsewhere | sink value norm ÷ text's "
-          "| masked: +NLL | at triggers | elsewhere | substituted (token) | +NLL | at triggers | elsewhere |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| masked: +NLL | at triggers | elsewhere | substituted (token) | +NLL | at triggers | elsewhere | n |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for s in sources:
         for run in s.runs:
             heads = load(os.path.join(s.dir, f"analyze-{run}", "heads.json"))
@@ -260,7 +312,8 @@ def mechanism_table(sources):
                      fmt_layers(value, 2)] + [fmt_cost(nll, "masked", p) for p in ("all", "trigger", "other")] + \
                     [substitute] + [fmt_cost(nll, "substituted", p) for p in ("all", "trigger", "other")]
             sinks = r["sinks"] or "column"
-            print(f"| {s.label} | {run} ({heads['sink_mode']}) | {sinks} | " + " | ".join(cells) + " |")
+            n = f"{heads['segments']} x {heads['tokens_per_segment']}"
+            print(f"| {s.label} | {run} ({heads['sink_mode']}) | {sinks} | " + " | ".join(cells) + f" | {n} |")
     print()
 
 
@@ -367,13 +420,16 @@ def figure3_plot(s, path, trained_length):
         ax.set_visible(False)
     for ax, run in zip(axes, s.runs):
         sinks = s.cache_sinks(run)
-        curves = [(f"window 0+{s.window} (sink evicted)", f"nll-{run}.tsv.0+{s.window}", "C3"),
-                  (f"sink+window {sinks}+{s.window - sinks}", f"nll-{run}.tsv.{sinks}+{s.window - sinks}", "C2"),
-                  ("dense attention (full cache)", f"nll-{run}-full.tsv", "C0")]
-        for label, file, color in curves:
+        # Drawn so that none hides another where they coincide: dense below, then sink+window, the evicted
+        # window on top, dashed.
+        curves = [("dense attention (full cache)", f"nll-{run}-full.tsv", "C0", ":", 3.0),
+                  (f"sink+window {sinks}+{s.window - sinks}", f"nll-{run}.tsv.{sinks}+{s.window - sinks}", "C2", "-", 2.0),
+                  (f"window 0+{s.window} (sink evicted)", f"nll-{run}.tsv.0+{s.window}", "C3", "--", 1.2)]
+        for label, file, color, style, width in curves:
             nll = read_nll(os.path.join(s.dir, file))
             if nll:
-                ax.plot(*zip(*smoothed_ppl(nll, smoothing(s))), color=color, label=label)
+                ax.plot(*zip(*smoothed_ppl(nll, smoothing(s))), color=color, linestyle=style, linewidth=width,
+                        label=label)
         ax.axvline(trained_length, color="grey", linestyle=":", label=f"trained length ({trained_length})")
         ax.set_yscale("log")
         ax.set_xlabel("stream position (tokens)")
@@ -461,6 +517,8 @@ def main(argv):
             synthetic_section(s)
     print("## Attention sinks: Table 3 on both sources\n")
     table3(sources)
+    for s in sources:
+        per_source_table(s)
     sink_mass_table(sources)
     print("## The variants side by side\n")
     for s in sources:

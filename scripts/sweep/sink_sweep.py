@@ -54,6 +54,16 @@ GRID = {
                                               {"model.parallel_residual": "false", "model.num_layers": "3",
                                                "model.num_heads": "4"}),
 }
+# The main job's setting was chosen among these (docs/results.md, "How the main job's setting was chosen"), on
+# seeds 101..105 that no report shows: `scripts/sink_sweep --grid selection --variants token --seeds 101-105`.
+SEQUENTIAL = {"model.parallel_residual": "false"}
+GRID.update({
+    "sequential-lr-3e-3": ({}, {**SEQUENTIAL, "train.lr": "3e-3"}),
+    "sequential-600-steps-batch-2048": ({}, {**SEQUENTIAL, "train.steps": "600", "train.global_batch_tokens": "2048",
+                                         "train.micro_batch": "32"}),
+})
+# Each costs the base setting's tokens (3 layers: 1.5x the compute), so the main job's budget holds whichever wins.
+SELECTION = ["sequential", "sequential-lr-3e-3", "sequential-600-steps-batch-2048", "sequential-3-layers"]
 DEFAULT_GRID = ["parallel", "sequential", "parallel-rotary-all"]
 
 
@@ -159,15 +169,24 @@ def measure(run_dir, data_dir, log, stream_tokens):
     # model's every window starts with its sink: --cache recompute's default sinks).
     extra = {name: stream_ppl(run_dir, ckpt, data_dir, window, stream_tokens, log, name, flags)
              for name, flags in (("eight", ["--cache", "sink_window", "--sinks", "8"]), ("recompute", ["--cache", "recompute"]))}
+    # Table 6: one sink+window cache of each size W/4 .. 4W (the model's sinks).
+    sizes = {size: stream_ppl(run_dir, ckpt, data_dir, size, stream_tokens, log, f"cache{size}", [])
+             for size in cache_sizes(window)}
     val_loss, val_loss_matched = last_validation_losses(run_dir)
-    return {"steps": int(saved_value(run_dir, "steps")), "val_loss": val_loss, "val_loss_matched": val_loss_matched,
+    return {"steps": int(saved_value(run_dir, "steps")),
+            "batch_tokens": int(saved_value(run_dir, "global_batch_tokens")), "cache_sizes": {str(k): v for k, v in sizes.items()}, "val_loss": val_loss, "val_loss_matched": val_loss_matched,
             "sink_mass": mass, "ppl": ppl + [extra["eight"]], "recompute_ppl": extra["recompute"],
             "evict": ppl[0] / ppl[1], "four": ppl[-1] / ppl[1], "sink_parameters": sink_parameter_sizes(ckpt),
             "mechanism": mechanism(heads)}
 
 
+def cache_sizes(window):
+    return [window // 4, window // 2, window, 2 * window, 4 * window]
+
+
 def stream_ppl(run_dir, ckpt, data_dir, window, stream_tokens, log, name, flags):
-    """Perplexity of one more cache policy over the same held-out tokens (cached in stream-NAME.json)."""
+    """Perplexity of one more cache policy of `window` entries over the same held-out tokens (cached in
+    stream-NAME.json)."""
     path = os.path.join(run_dir, f"stream-{name}.json")
     if not os.path.exists(path):
         run([SINKLM, "stream", "--checkpoint", ckpt, "--text", f"{data_dir}/test.txt", "--window", str(window),
@@ -220,7 +239,10 @@ def summarize(rows, effect):
     names = sorted({k for r in rows for k in r["sink_parameters"]})
     return {"seeds": len(rows),
             "val_loss": seed_stats.mean_interval([r["val_loss"] for r in rows]),
-            "sink_mass": [seed_stats.mean_interval([r["sink_mass"][i] for r in rows]) for i in range(layers)],
+            "sink_mass": [seed_stats.share_interval([r["sink_mass"][i] for r in rows]) for i in range(layers)],
+            "cache_sizes": {size: seed_stats.ratio_interval([r["cache_sizes"][size] for r in rows])
+                            for size in rows[0]["cache_sizes"]},
+            "cost": rows[0]["steps"] * rows[0]["batch_tokens"],
             "evict": seed_stats.ratio_interval([r["evict"] for r in rows]),
             "four": seed_stats.ratio_interval([r["four"] for r in rows]),
             "effect_seeds": sum(r["evict"] >= effect for r in rows),
@@ -233,8 +255,9 @@ def summarize(rows, effect):
 
 def summarize_mechanism(rows):
     """mechanism() of each seed -> the same keys, each value the mean with its 95% interval (None: not defined)."""
-    out = {key: [seed_stats.mean_interval([r[key][i] for r in rows]) for i in range(len(rows[0][key]))]
-           for key in ("trigger_mass", "other_mass", "value_ratio")}
+    out = {key: [interval([r[key][i] for r in rows]) for i in range(len(rows[0][key]))]
+           for key, interval in (("trigger_mass", seed_stats.share_interval), ("other_mass", seed_stats.share_interval),
+                                 ("value_ratio", seed_stats.ratio_interval))}
     for name in INTERVENTIONS:
         out[name] = {c: None if rows[0][name][c] is None else seed_stats.mean_interval([r[name][c] for r in rows])
                      for c in ("trigger", "other")}
@@ -278,6 +301,34 @@ def cache_table(summaries):
               + f" | {interval(s['recompute_ppl'])} |")
 
 
+def cache_size_table(summaries):
+    """The paper's Table 6 over seeds: perplexity with one sink+window cache of each size (geometric mean, 95%
+    interval on the log scale); sizes up to W are inside the trained length, where the paper measures."""
+    sizes = list(next(iter(summaries.values()))["cache_sizes"])
+    print("| setting | variant | seeds | " + " | ".join(f"cache {size}" for size in sizes) + " |")
+    print("|---|---|---|" + "---|" * len(sizes))
+    for (name, mode), s in summaries.items():
+        print(f"| {name} | {mode} | {s['seeds']} | "
+              + " | ".join(seed_stats.format_interval(s["cache_sizes"][size]) for size in sizes) + " |")
+
+
+def chosen_setting(summaries, variant):
+    """The rule fixed before the selection ran: the most seeds whose `variant` model pays at least --effect for
+    losing its sink (0+W / 1+(W-1)); ties go to the larger geometric-mean penalty, then to the fewer tokens."""
+    rows = [(name, s) for (name, mode), s in summaries.items() if mode == variant]
+    return max(rows, key=lambda row: (row[1]["effect_seeds"], row[1]["evict"][0], -row[1]["cost"]))[0]
+
+
+def selection_table(summaries, variant, effect):
+    print(f"| setting | seeds | training tokens | 0+W ÷ 1+(W−1) | seeds ≥ {effect} | chosen |")
+    print("|---|---|---|---|---|---|")
+    chosen = chosen_setting(summaries, variant)
+    for (name, mode), s in summaries.items():
+        if mode == variant:
+            print(f"| {name} | {s['seeds']} | {s['cost'] / 1e6:.2f}M | {seed_stats.format_interval(s['evict'], 3, 'x')} "
+                  f"| {s['effect_seeds']} of {s['seeds']} | {'**chosen**' if name == chosen else ''} |")
+
+
 def paired_table(results, baseline):
     """Each variant against `baseline` on the same seed (same data, init and order seed): the paired difference
     of validation loss (every target, and matched context: the same context lengths in every mode) and the
@@ -298,15 +349,34 @@ def paired_table(results, baseline):
               f"| {seed_stats.format_interval(matched, 4)} | {seed_stats.format_interval(ppl, 4, 'x')} |")
 
 
+def parse_seeds(text):
+    """--seeds: 'N' (1..N), 'A-B' (A..B) or 'A,B,...'."""
+    try:
+        if "," in text:
+            seeds = [int(t) for t in text.split(",")]
+        elif "-" in text:
+            first, last = (int(t) for t in text.split("-"))
+            seeds = list(range(first, last + 1))
+        else:
+            seeds = list(range(1, int(text) + 1))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not N, A-B or a comma-separated list of seeds")
+    if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError(f"'{text}' names no seeds, a negative one or one twice")
+    return seeds
+
+
 def main():
     global SINKLM
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default=os.path.join(ROOT, "runs", "sink_sweep"))
     parser.add_argument("--sinklm", default=SINKLM, help="the sinklm binary (default build/sinklm); a copy lets a "
                         "sweep run while the build directory is rebuilt")
-    parser.add_argument("--grid", default=",".join(DEFAULT_GRID), help=f"settings, comma-separated: {', '.join(GRID)}")
+    parser.add_argument("--grid", default=",".join(DEFAULT_GRID),
+                        help=f"settings, comma-separated: {', '.join(GRID)}; or selection ({', '.join(SELECTION)})")
     parser.add_argument("--variants", default="token,none", help="sink modes to train per setting and seed")
-    parser.add_argument("--seeds", type=int, default=1, help="seeds 1..N per variant (data, init and order seed)")
+    parser.add_argument("--seeds", type=parse_seeds, default=[1],
+                        help="seeds per variant (data, init and order seed): N for 1..N, A-B for A..B, or a list A,B,...")
     parser.add_argument("--effect", type=float, default=1.4,
                         help="a seed shows the eviction effect when 0+W / 1+(W-1) >= this (the science test's margin)")
     parser.add_argument("--baseline", default="none", help="the variant every other is paired with, seed by seed")
@@ -319,14 +389,14 @@ def main():
     parser.add_argument("--json", help="write every per-seed value and summary here")
     args = parser.parse_args()
     SINKLM = args.sinklm
-    if args.seeds < 1 or args.jobs < 1:
-        sys.exit("sink_sweep: --seeds and --jobs must be at least 1")
-    for name in args.grid.split(","):
+    if args.jobs < 1:
+        sys.exit("sink_sweep: --jobs must be at least 1")
+    grid = SELECTION if args.grid == "selection" else args.grid.split(",")
+    for name in grid:
         if name not in GRID:
-            sys.exit(f"sink_sweep: unknown setting '{name}' (known: {', '.join(GRID)})")
+            sys.exit(f"sink_sweep: unknown setting '{name}' (known: selection, {', '.join(GRID)})")
     os.makedirs(args.out, exist_ok=True)
-    keys = [(name, mode, seed) for name in args.grid.split(",") for mode in args.variants.split(",")
-            for seed in range(1, args.seeds + 1)]
+    keys = [(name, mode, seed) for name in grid for mode in args.variants.split(",") for seed in args.seeds]
     for name, _, seed in keys:
         seed_data(args, name, seed)
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
@@ -339,15 +409,22 @@ def main():
     for name, mode, _ in keys:
         if (name, mode) not in summaries:
             summaries[(name, mode)] = summarize([r for k, r in results.items() if k[:2] == (name, mode)], args.effect)
-    if args.seeds > 1:
-        print("\nMean over seeds with its 95% Student-t interval (ratios: geometric mean, interval on the log scale):\n")
+    if len(args.seeds) > 1:
+        print("\nMean over seeds with its 95% Student-t interval (ratios: geometric mean, interval on the log scale; "
+              "attention masses: on the logit scale, so inside (0, 1)):\n")
         summary_table(summaries, args.effect)
         print("\nThe mechanism (`sinklm analyze --trigger-tokens --substitute`, same held-out stream; per layer, "
-              "mean over heads; +NLL: nats added per far target, paired with the intact model; 95% Student-t "
+              "mean over heads; 32 segments of 64 tokens per seed; +NLL: nats added per far target, paired with the intact model; 95% Student-t "
               "interval):\n")
         mechanism_table(summaries)
         print("\nPerplexity by cache (mean over seeds, 95% Student-t interval; W = the training length):\n")
         cache_table(summaries)
+        print("\nTable 6 over seeds: one sink+window cache of each size (W = the training length):\n")
+        cache_size_table(summaries)
+        if args.grid == "selection":
+            print(f"\nThe selection rule (fixed before it ran): the most seeds whose {args.variants.split(',')[0]} model "
+                  f"pays ≥ {args.effect}x for losing its sink; ties: the larger geometric mean, then fewer tokens.\n")
+            selection_table(summaries, args.variants.split(",")[0], args.effect)
         if args.baseline in args.variants.split(","):
             print(f"\nPaired with the {args.baseline} model of the same seed (mean of the per-seed differences or "
                   "ratios, 95% Student-t interval):\n")

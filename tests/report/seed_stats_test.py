@@ -82,4 +82,19 @@ for k, n in ((0, 48), (1, 48), (24, 48), (47, 48), (48, 48), (3, 10)):
     got = seed_stats.wilson_interval(k, n)
     check(abs(got[1] - want_low) < 1e-7 and abs(got[2] - want_high) < 1e-7 and got[0] == p,
           f"wilson_interval({k}, {n}) solves Wilson's equation", f"{got} vs ({want_low}, {want_high})")
+# Shares (attention masses) on the logit scale: the interval stays inside (0, 1) where the plain Student-t one
+# leaves it, and equals mean_interval of the logits mapped back (computed here from the logits directly).
+masses = [0.01, 0.30, 0.02]
+plain = seed_stats.mean_interval(masses)
+share = seed_stats.share_interval(masses)
+logits = [math.log(m / (1 - m)) for m in masses]
+centre = sum(logits) / 3
+half = seed_stats.t_quantile(0.975, 2) * math.sqrt(sum((v - centre) ** 2 for v in logits) / 2) / math.sqrt(3)
+expit = lambda v: 1 / (1 + math.exp(-v))  # noqa: E731
+check(plain[1] < 0 < share[1] < share[0] < share[2] < 1, "a share's interval stays inside (0, 1)",
+      f"plain {plain}, logit {share}")
+check(all(abs(a - b) < 1e-12 for a, b in zip(share, (expit(centre), expit(centre - half), expit(centre + half)))),
+      "share_interval is the logit-scale interval mapped back", f"{share}")
+check(seed_stats.share_interval([0.0, 0.0, 0.0])[0] > 0, "a mass of 0 is held at the floor, not log(0)",
+      f"{seed_stats.share_interval([0.0, 0.0, 0.0])}")
 finish()
