@@ -53,7 +53,7 @@ def tokens_per_step(records):
     return math.nan
 
 
-def stream_table(run_dir, variant, window):
+def stream_table(run_dir, variant):
     """{step: {source: {config: ppl}}} from RUN_DIR/stream/<variant>-step_<N>-<source>.json."""
     table = collections.defaultdict(dict)
     for path in sorted(glob.glob(os.path.join(run_dir, "stream", f"{variant}-step_*.json"))):
@@ -80,7 +80,7 @@ def summarise(run_dir, window):
         per_step = tokens_per_step(records)
         probes = [r for r in records if "sink_mass" in r]
         formed = [r for r in probes if r["sink_1"] > 0 or max(r["sink_mass"]) > THRESHOLD]
-        streams = stream_table(run_dir, variant, window)
+        streams = stream_table(run_dir, variant)
         speed = [r["tokens_per_s"] for r in records if "tokens_per_s" in r]
         summary["variants"][variant] = {
             "tokens_per_step": per_step,
