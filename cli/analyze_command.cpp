@@ -1,7 +1,7 @@
 // sinklm analyze: where attention goes (StreamingLLM, Figure 2 and the per-head view).
 //
 // The input (--text, or the test split of --shards: cli/token_input.h) is cut into up to --segments
-// consecutive segments of --tokens positions (sink tokens of a `token` model first, as in training). Per
+// consecutive segments of --tokens positions (with --spread: segments evenly spaced over the whole input) (sink tokens of a `token` model first, as in training). Per
 // segment, every layer's attention probabilities (model/analysis/attention_probe.h) give, per head, averaged over
 // queries q >= T/2 ("far from the start") and over segments:
 //   sink_token       mass on the sink token(s)                          (token models)
@@ -17,10 +17,12 @@
 // streams use --calibration-seed and probe at --calibration-distances: give both values apart from those the
 // heads are then scored on (`stream --recall`: seed 0, --distances), so what chose the heads never scores them.
 // Output directory:
-//   heads.json                  {"checkpoint", "sink_mode", ..., "layers": [{"layer", "heads": [{"head",
+//   heads.json                  {"checkpoint", "sink_mode", ..., "segments", "segment_stride", "input_tokens",
+//                               "layers": [{"layer", "heads": [{"head",
 //                               "sink_token"?, "first_positions": [k], "implicit_sink"?, and each of the
 //                               mode's statistics by name}]}], "statistics": [{"name", "column",
-//                               "description"}], "maps": [{"layer", "file", "size",
+//                               "description"}], "mechanism": {"query_classes", "interventions",
+//                               "per_segment" (per_segment_json)}, "maps": [{"layer", "file", "size",
 //                               "range", "values": [M rows of M, null above the diagonal]}]}
 //   analysis.md                 per layer: mean and largest head mass on the sink (token or logit; vanilla:
 //                               position 0), and on position 0; a column per statistic of the mode
@@ -75,12 +77,15 @@ std::vector<int64_t> chosen_layers(const std::string& list, int64_t num_layers) 
   return layers;
 }
 
-// Consecutive segments of `per_segment` ids, each with the model's sink prefix first.
+// `segments` segments of `per_segment` ids starting every `stride` ids (>= per_segment), each with the model's
+// sink prefix first.
 std::vector<std::vector<int64_t>> cut_segments(const ModelConfig& c, const std::vector<int64_t>& ids, int64_t per_segment,
-                                               int64_t segments) {
+                                               int64_t segments, int64_t stride) {
+  SINKLM_ASSERT(stride >= per_segment && (segments - 1) * stride + per_segment <= static_cast<int64_t>(ids.size()),
+                "segments inside the input");
   std::vector<std::vector<int64_t>> out;
   for (int64_t s = 0; s < segments; ++s)
-    out.push_back(with_sink_prefix(c, {ids.begin() + s * per_segment, ids.begin() + (s + 1) * per_segment}));
+    out.push_back(with_sink_prefix(c, {ids.begin() + s * stride, ids.begin() + s * stride + per_segment}));
   return out;
 }
 
@@ -94,6 +99,7 @@ struct AnalyzeFlags {
   CacheFlags cache;  // classify: --window, --sinks, --positions, --retrieval-window (cli/inference_model.h)
   std::string out, layers, classify_heads, recall, score, trigger_tokens, substitute = "\n";
   int64_t tokens = -1, segments = 8, first = 4, map_tokens = 16;
+  bool spread = false;  // segments evenly spaced over the whole input instead of its first ones
   int64_t retrieval_heads = -1, pairs = RecallProbeOptions{}.pairs;
   std::vector<int64_t> calibration_distances;  // empty: W + (R - W)/4, /2, 3/4
   int64_t calibration_seed = kCalibrationSeed;
@@ -105,6 +111,9 @@ std::vector<FlagSpec> analyze_flags(AnalyzeFlags& f) {
       {flag(&f.out, "out", "DIR", "output directory (heads.json, analysis.md, PNGs), replaced atomically"),
        flag(&f.tokens, "tokens", "N", "positions per segment, sinks included (-1: min(256, context))", kOrDefault),
        flag(&f.segments, "segments", "S", "segments averaged over", kCount),
+       flag(&f.spread, "spread",
+            "space the segments evenly over the whole input (every source of a mixed test split) instead of taking "
+            "its first S x N tokens"),
        flag(&f.first, "first", "K", "first text positions reported per head", Range{0, 1e12}),
        flag(&f.layers, "layers", "LIST", "layers with an attention-map PNG (default 0,1,middle,last)"),
        flag(&f.map_tokens, "map-tokens", "M", "rows and columns of the attention-map PNGs", Range{0, 1e12}),
@@ -184,6 +193,49 @@ nlohmann::json mechanism_json(const AttentionMass& stats, const SinkIntervention
                      {"masked", loss_json(r.masked)}, {"substituted", loss_json(r.substituted)}}}}}};
 }
 
+// heads.json's "mechanism"."per_segment": the mechanism's figures of each segment alone, so that a report can put
+// an interval over segments on one model (the pooled figures weight a segment by its queries; these weight
+// segments equally):
+//   sink_mass        [segments][L]  mean over heads of the mass on the sink (AttentionMass::sink)
+//   sink_at_trigger, sink_at_other  [segments][L] the same per query class (null: no such query there)
+//   masked, substituted  {"all", "trigger", "other"}: [segments] NLL added over intact (null: not defined)
+nlohmann::json per_segment_json(GPTNeoXForCausalLM& model, const std::vector<std::vector<int64_t>>& cut,
+                                const std::vector<std::vector<bool>>& trigger, int64_t first, int64_t sinks,
+                                int64_t substitute) {
+  const auto layer_means = [](const torch::Tensor& per_head, bool defined) {  // [L, H] -> [L] (NaN: none)
+    const torch::Tensor mean = per_head.mean(1).contiguous();
+    std::vector<double> out(mean.data_ptr<double>(), mean.data_ptr<double>() + mean.numel());
+    if (!defined) std::fill(out.begin(), out.end(), std::nan(""));
+    return out;
+  };
+  const auto added = [](const InterventionLoss& loss, const InterventionLoss& intact) {
+    return nlohmann::json{{"all", loss.all - intact.all}, {"trigger", loss.trigger - intact.trigger},
+                          {"other", loss.other - intact.other}};
+  };
+  nlohmann::json out = {{"sink_mass", nlohmann::json::array()}};
+  nlohmann::json masked = {{"all", nlohmann::json::array()}, {"trigger", nlohmann::json::array()}, {"other", nlohmann::json::array()}};
+  nlohmann::json substituted = masked;
+  for (size_t s = 0; s < cut.size(); ++s) {
+    const std::vector<std::vector<int64_t>> one = {cut[s]};
+    std::vector<std::vector<bool>> classes;
+    if (!trigger.empty()) classes.push_back(trigger[s]);
+    const AttentionMass mass = measure_attention_mass(model, one, first, 0, classes);
+    const SinkInterventions r = intervene_on_sink(model, one, sinks, substitute, classes);
+    out["sink_mass"].push_back(layer_means(mass.sink, true));
+    if (!classes.empty()) {
+      out["sink_at_trigger"].push_back(layer_means(mass.sink_trigger, mass.trigger_queries > 0));
+      out["sink_at_other"].push_back(layer_means(mass.sink_other, mass.other_queries > 0));
+    }
+    const nlohmann::json masked_cost = added(r.masked, r.intact), substituted_cost = added(r.substituted, r.intact);
+    for (const char* part : {"all", "trigger", "other"}) {
+      masked[part].push_back(masked_cost[part]);
+      substituted[part].push_back(substituted_cost[part]);
+    }
+  }
+  out["masked"] = masked, out["substituted"] = substituted;
+  return out;
+}
+
 // analysis.md's mechanism table: each intervention's loss beside the intact one, per query class.
 void mechanism_markdown(std::ostream& md, const SinkInterventions& r, bool classes) {
   md << "\nInterventions on " << (r.sinks ? str("positions 0..", r.sinks - 1) : std::string("the sink column")) << " (mean NLL of the same " << r.targets
@@ -236,7 +288,7 @@ int classify_heads(const AnalyzeFlags& f, InferenceModel& m, int64_t T, int64_t 
   if (segments < 1) fail("the calibration text has ", ids.size(), " tokens, fewer than one segment of ", per_segment);
   CachedDecoder decoder(m.loaded.model);
   const HeadClassification result =
-      classify_heads(decoder, cut_segments(c, ids, per_segment, segments), source ? &*source : nullptr, options);
+      classify_heads(decoder, cut_segments(c, ids, per_segment, segments, per_segment), source ? &*source : nullptr, options);
   const int64_t W = options.cache.window, S = options.cache.sinks, R = options.cache.retrieval_window;
   print_scores(str("Attention mass beyond ", S, " sinks + ", W - S, " recent (W = ", W, "), ", segments, " segments of ", T, " tokens"),
                result.mass, result.roles);
@@ -276,21 +328,22 @@ int run_analyze_command(const std::vector<std::string>& argv) {
   const std::vector<int64_t> map_layers = chosen_layers(f.layers, L);
   if (f.input.count() != 1) fail("give exactly one of --text FILE or --shards DIR to analyse");
   const int64_t per_segment = T - sinks;
-  const TokenInput input = read_token_input(f.input, c, m.codec.get(), max_segments * per_segment);
+  const TokenInput input = read_token_input(f.input, c, m.codec.get(), f.spread ? -1 : max_segments * per_segment);
   const std::vector<int64_t>& text = input.ids;
   const int64_t segments = std::min<int64_t>(max_segments, text.size() / per_segment);
   if (segments < 1)
     fail(input.source, ": ", text.size(), " tokens, fewer than one segment of ", per_segment,
          " (lower --tokens or give more text)");
+  const int64_t stride = f.spread ? static_cast<int64_t>(text.size()) / segments : per_segment;
 
   const int64_t intervened = f.cache.sinks >= 0 ? f.cache.sinks : default_cache_sinks(c);
   if (intervened < 1 || intervened >= T / 2)
     fail("--sinks ", intervened, ": the interventions need 1 .. ", T / 2 - 1, " sink positions (before the far queries)");
-  const auto cut = cut_segments(c, text, per_segment, segments);
+  const auto cut = cut_segments(c, text, per_segment, segments, stride);
   const auto trigger = trigger_queries(cut, f.trigger_tokens, *m.codec);
   const AttentionMass stats = measure_attention_mass(m.loaded.model, cut, k, M, trigger);
-  const SinkInterventions interventions =
-      intervene_on_sink(m.loaded.model, cut, intervened, substitute_token(f, args, *m.codec), trigger);
+  const int64_t substitute = substitute_token(f, args, *m.codec);
+  const SinkInterventions interventions = intervene_on_sink(m.loaded.model, cut, intervened, substitute, trigger);
   const int64_t far = stats.far;
   const SinkSite site = sink_site(c.sink_mode);
   const bool explicit_sink = site == SinkSite::Tokens, implicit_sink = site == SinkSite::Column;
@@ -303,7 +356,8 @@ int run_analyze_command(const std::vector<std::string>& argv) {
   nlohmann::json report = {{"checkpoint", m.checkpoint}, {"sink_mode", sink_mode_name(c.sink_mode)},
                            {"sink_count", sinks},        {"tokenizer", m.codec->description()},
                            {"text", input.source},   {"tokens_per_segment", T},
-                           {"segments", segments},       {"first_k", k},
+                           {"segments", segments},       {"segment_stride", stride},
+                           {"input_tokens", text.size()}, {"first_k", k},
                            {"queries", {far, T}},        {"layers", nlohmann::json::array()}};
   report["sink_site"] = headline_name;
   report["statistics"] = nlohmann::json::array();
@@ -312,7 +366,9 @@ int run_analyze_command(const std::vector<std::string>& argv) {
         {{"name", statistic.name}, {"column", statistic.column}, {"description", statistic.description}});
   std::ostringstream md;
   md << "Attention analysis of " << m.checkpoint << " (" << sink_mode_name(c.sink_mode) << " sink), " << segments
-     << " segments of " << T << " positions, queries " << far << ".." << T - 1 << ".\n\n"
+     << " segments of " << T << " positions"
+     << (f.spread ? str(", one every ", stride, " of the input's ", text.size(), " tokens") : std::string(", the input's first"))
+     << ", queries " << far << ".." << T - 1 << ".\n\n"
      << "| layer | mean mass on " << headline_name << " | largest head | head"
      << (sink_is_not_text ? " | mean mass on position 0" : "");
   for (const SinkStatistic& statistic : stats.statistic_specs) md << " | " << statistic.column;
@@ -364,6 +420,8 @@ int run_analyze_command(const std::vector<std::string>& argv) {
     md << "\n";
   }
   report["mechanism"] = mechanism_json(stats, interventions, f);
+  report["mechanism"]["per_segment"] =
+      per_segment_json(m.loaded.model, cut, trigger, k, intervened, substitute);
   mechanism_markdown(md, interventions, classes);
 
   AtomicDirWriter writer(args.require("out"));

@@ -23,6 +23,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from compare_report import training_rows
+import seed_stats
 
 # StreamingLLM (Xiao et al., ICLR 2024), Table 3: 160M models pretrained on the Pile, first PG19 book,
 # cache 1024 (0+1024, 1+1023, 2+1022, 4+1020).
@@ -279,10 +280,17 @@ def fmt_layers(values, digits=3):
     return " / ".join(f"{v:.{digits}f}" for v in values) if values else "-"
 
 
-def fmt_cost(nll, name, part):
-    """The NLL an intervention adds over the intact model's (nats per far target), '-' where not defined."""
+def fmt_cost(nll, name, part, per_segment=None):
+    """The NLL an intervention adds over the intact model's (nats per far target), '-' where not defined; with
+    analyze's per-segment costs, their mean over the segments that have such targets and its 95% interval."""
     value, intact = nll[name][part], nll["intact"][part]
-    return "-" if value is None or intact is None else f"{value - intact:+.3f}"
+    if value is None or intact is None:
+        return "-"
+    costs = [c for c in (per_segment or {}).get(name, {}).get(part, []) if c is not None]
+    if len(costs) < 2:
+        return f"{value - intact:+.3f}"
+    mean, low, high = seed_stats.mean_interval(costs)
+    return f"{mean:+.3f} [{low:+.2f}, {high:+.2f}] ({len(costs)} seg.)"
 
 
 def mechanism_table(sources):
@@ -294,8 +302,10 @@ def mechanism_table(sources):
           "**substituted** (an ordinary token in their place: Table 1's experiment; vanilla and gated: the first "
           "four positions). With rotary positions masking equals evicting in a full sequence (a query sees only "
           "distances): masked is what this trained model predicts once its sink is evicted, not what a model "
-          "trained without one would predict. One run each; n = the analysis's segments of tokens (last column); "
-          "the seed tables above carry the claims.\n")
+          "trained without one would predict. One run each; n = the analysis's segments of tokens (last column). "
+          "Each cost is the mean over the segments that hold such targets with its 95% Student-t interval over those "
+          "segments: it says how the sample of text varies for this one model, not how seeds do (the seed tables "
+          "above carry the claims).\n")
     print("| source | model | sinks | sink mass at triggers | elsewhere | sink value norm ÷ text's "
           "| masked: +NLL | at triggers | elsewhere | substituted (token) | +NLL | at triggers | elsewhere | n |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -305,14 +315,16 @@ def mechanism_table(sources):
             if not heads or "mechanism" not in heads:
                 continue
             r = heads["mechanism"]["interventions"]
-            nll = r["nll"]
+            nll, per_segment = r["nll"], heads["mechanism"].get("per_segment")
             value = [a / b for a, b in zip(layer_means(heads, "sink_value_norm"), layer_means(heads, "value_norm"))]
             substitute = repr(r["substitute"]["text"]) if nll["substituted"]["all"] is not None else "-"
             cells = [fmt_layers(layer_means(heads, "sink_at_trigger")), fmt_layers(layer_means(heads, "sink_at_other")),
-                     fmt_layers(value, 2)] + [fmt_cost(nll, "masked", p) for p in ("all", "trigger", "other")] + \
-                    [substitute] + [fmt_cost(nll, "substituted", p) for p in ("all", "trigger", "other")]
+                     fmt_layers(value, 2)] + [fmt_cost(nll, "masked", p, per_segment) for p in ("all", "trigger", "other")] + \
+                    [substitute] + [fmt_cost(nll, "substituted", p, per_segment) for p in ("all", "trigger", "other")]
             sinks = r["sinks"] or "column"
-            n = f"{heads['segments']} x {heads['tokens_per_segment']}"
+            spread = heads.get("segment_stride", heads["tokens_per_segment"]) > heads["tokens_per_segment"]
+            n = f"{heads['segments']} x {heads['tokens_per_segment']}" + (
+                f", spread over {heads['input_tokens']}" if spread else ", the first")
             print(f"| {s.label} | {run} ({heads['sink_mode']}) | {sinks} | " + " | ".join(cells) + f" | {n} |")
     print()
 

@@ -129,6 +129,25 @@ for name in ("intact", "evicted", "masked", "substituted"):
 assert abs(r["nll"]["masked"]["all"] - r["nll"]["evicted"]["all"]) < 1e-4 * r["nll"]["evicted"]["all"], r["nll"]
 head = h["layers"][0]["heads"][0]
 assert head["value_norm"] > 0 and head["sink_value_norm"] > 0 and 0 <= head["sink_at_trigger"] <= 1, head
+# Per segment: each segment alone gives the figures whose mean over the equal-sized segments is the pooled one.
+seg = m["per_segment"]
+assert len(seg["masked"]["all"]) == 2 and len(seg["sink_mass"]) == 2 and len(seg["sink_mass"][0]) == 2, seg
+pooled = r["nll"]["masked"]["all"] - r["nll"]["intact"]["all"]
+assert abs(sum(seg["masked"]["all"]) / 2 - pooled) < 1e-6, (seg["masked"]["all"], pooled)
+layer0 = sum(x["first_positions"][0] for x in h["layers"][0]["heads"]) / len(h["layers"][0]["heads"])
+assert abs((seg["sink_mass"][0][0] + seg["sink_mass"][1][0]) / 2 - layer0) < 1e-6, (seg["sink_mass"], layer0)
+assert h["segment_stride"] == 32 and h["input_tokens"] == 2 * 32, h["segment_stride"]
+PY
+# --spread: the same segments' count, one every input_tokens / S tokens of the whole input instead of its first.
+"$bin" analyze --tokenizer bytes --checkpoint "$work/vanilla" --text "$src/README.md" --out "$work/an-spread" --tokens 32 \
+  --segments 2 --trigger-tokens ' e' --substitute '#' --spread >/dev/null || exit 1
+"$py" - "$work/an-mech/heads.json" "$work/an-spread/heads.json" "$src/README.md" <<'PY' || exit 1
+import json, sys
+first, spread = (json.load(open(p)) for p in sys.argv[1:3])
+size = len(open(sys.argv[3], "rb").read())
+assert spread["input_tokens"] == size and spread["segment_stride"] == size // 2, (spread["input_tokens"], size)
+a, b = (h["mechanism"]["per_segment"]["masked"]["all"] for h in (first, spread))
+assert a[0] == b[0] and a[1] != b[1], (a, b)  # segment 0 starts at 0 either way; segment 1 is elsewhere
 PY
 expect "a substitute of two tokens is refused" 2 "--substitute 'ab': encodes to 2 tokens, not one" -- \
   "$bin" analyze --tokenizer bytes --checkpoint "$work/vanilla" --text "$src/README.md" --out "$work/an4" --tokens 32 --substitute ab
