@@ -14,10 +14,14 @@ evicts, and top-1 agreement with the full cache; what chose the heads (calibrati
 what scores them, and whether they are disjoint; each head's two scores and the heads each chose; the
 head-aware cache against the sink+window cache of equal memory, random heads and the every-head oracle; the
 memory-recall curve over K (a table and recall_curve.png); one PNG with a panel per run (accuracy vs distance,
-one line per policy, W and R marked).
+one line per policy, W and R marked). Runs named NAME-seedS-VARIANT (scripts/compare --recall-seeds) are seeds
+S of NAME-VARIANT: the tables above show seed 1, and a summary over the seeds follows (recall per distance band,
+the head-aware cache minus the caches of equal memory with k of N, the memory-recall curve), with 95% intervals
+over seeds.
 """
 import json
 import os
+import re
 import sys
 
 import matplotlib
@@ -259,6 +263,80 @@ def equal_memory(name, result):
           f"for {budget} < d < {top}: " + "; ".join(parts) + f" (chance {result['chance']:.3f}).")
 
 
+def seed_of(name):
+    """('recall-token', 1) for recall-token, ('recall-token', S) for recall-seedS-token (scripts/compare
+    --recall-seeds: seed S of the run of that name)."""
+    match = re.fullmatch(r"(.+)-seed(\d+)-([^-]+)", name)
+    return (f"{match[1]}-{match[3]}", int(match[2])) if match else (name, 1)
+
+
+def band_means(result, window, budget):
+    """Per policy label: mean accuracy at d < W, W < d < R and d > R (None where no distance falls there)."""
+    def mean(values):
+        return sum(values) / len(values) if values else None
+    out = {}
+    for policy in result["policies"]:
+        d = [(p["distance"], p["accuracy"]) for p in policy["points"]]
+        out[policy["label"]] = (policy["kv_bytes_per_stream"],
+                                [mean([a for x, a in d if x < window]), mean([a for x, a in d if window < x < budget]),
+                                 mean([a for x, a in d if x > budget])])
+    return out
+
+
+def fmt_mean(values):
+    """Accuracies over seeds: centre and 95% interval on the logit scale, so it stays inside [0, 1]."""
+    return "-" if any(v is None for v in values) else seed_stats.format_interval(seed_stats.share_interval(values))
+
+
+def difference_line(what, diffs):
+    """'what: +0.21 [0.10, 0.32] (k of N seeds above)', with the verdict in words where the interval holds 0."""
+    mean, low, high = seed_stats.mean_interval(diffs)
+    above = sum(d > 0 for d in diffs)
+    verdict = "" if low > 0 or high < 0 else " — the interval includes 0: not established"
+    return f"- {what}: {mean:+.3f} [{low:+.3f}, {high:+.3f}], above in {above} of {len(diffs)} seeds{verdict}."
+
+
+def over_seeds(recall_dir, key, members):
+    """The recall probe, the head-aware cache and the memory-recall curve of one run over its seeds (members:
+    [(seed, name, result)]): means over seeds with 95% Student-t intervals and k of N."""
+    results = [r for _, _, r in members]
+    window = results[0]["window"]
+    heads = [p for p in results[0]["policies"] if p["cache"] == "heads"]
+    budget = heads[0]["budget"] if heads else 4 * window
+    bands = [band_means(r, window, budget) for r in results]
+    labels = [label for label in bands[0] if all(label in b for b in bands)]
+    seeds = ", ".join(str(seed) for seed, _, _ in members)
+    print(f"**{key} over seeds {seeds}** ({len(members)} models trained from initialisation and sample-order seeds "
+          f"1233 + S on the same source; each probed and its heads chosen as above). Mean recall per distance band, "
+          f"over seeds with its 95% Student-t interval over seeds on the logit scale, which keeps it inside [0, 1] "
+          f"(W = {window}, R = {budget}); differences are on the accuracy scale:\n")
+    print(f"| policy | K/V KiB per stream | d < W | W < d < R | d > R |")
+    print("|---|---|---|---|---|")
+    for label in labels:
+        kib = bands[0][label][0] / 1024
+        print(f"| {label} | {kib:.1f} | " + " | ".join(fmt_mean([b[label][1][i] for b in bands]) for i in range(3)) + " |")
+    print()
+    chosen = [label for label in labels if label.startswith("heads") and "attention mass" not in label]
+    if chosen:
+        kv = bands[0][chosen[0]][0]
+        same = [label for label in labels if label.startswith("sink_window") and bands[0][label][0] == kv]
+        random_rows = [label for label in labels if "at random" in label]
+        for other in same + random_rows:
+            diffs = [b[chosen[0]][1][1] - b[other][1][1] for b in bands]
+            print(difference_line(f"head-aware ({chosen[0]}) minus {other}, at equal K/V memory, W < d < R", diffs))
+    curves = [curve(recall_dir, name) for _, name, _ in members]
+    if all(curves):
+        rows = [c[1] for c in curves]
+        print(f"\n**{key}: recall against memory over seeds** (as the curve above; mean beyond W, below R):\n")
+        print("| K heads at R | K/V KiB per stream | head-aware recall | sink+window of equal memory | head-aware above, seeds |")
+        print("|---|---|---|---|---|")
+        for i, (k, kib, _, label, _) in enumerate(rows[0]):
+            mine, same = [r[i][2] for r in rows], [r[i][4] for r in rows]
+            above = sum(a > b for a, b in zip(mine, same))
+            print(f"| {k} | {kib:.0f} | {fmt_mean(mine)} | {label}: {fmt_mean(same)} | {above} of {len(rows)} |")
+    print()
+
+
 def main(argv):
     if len(argv) < 4:
         sys.exit(__doc__)
@@ -276,8 +354,14 @@ def main(argv):
           "perplexity measures local prediction, recall measures what was kept.\n")
     training_rows([os.path.join(recall_dir, run) for run in runs])
     print()
-    results = [(run, with_random_heads(recall_dir, run, with_mass_heads(recall_dir, run, load(os.path.join(recall_dir, f"probe-{run}.json")))))
-               for run in runs]
+    every = [(run, with_random_heads(recall_dir, run, with_mass_heads(recall_dir, run, load(os.path.join(recall_dir, f"probe-{run}.json")))))
+             for run in runs]
+    groups = {}
+    for name, result in every:
+        key, seed = seed_of(name)
+        groups.setdefault(key, []).append((seed, name, result))
+    # The detailed tables and figures show seed 1 of each run; its seeds follow as one summary.
+    results = [(name, result) for name, result in every if seed_of(name)[1] == 1]
     curves = []
     for name, result in results:
         table(name, result, trained_length(os.path.join(recall_dir, name)))
@@ -304,6 +388,9 @@ def main(argv):
         print(f"- {name}: mean accuracy " + "; ".join(parts) + f" (chance {result['chance']:.3f}).")
         equal_memory(name, result)
     print()
+    for key, members in groups.items():
+        if len(members) > 1:
+            over_seeds(recall_dir, key, sorted(members))
 
 
 if __name__ == "__main__":
