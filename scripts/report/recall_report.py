@@ -391,6 +391,9 @@ def main(argv):
     for key, members in groups.items():
         if len(members) > 1:
             over_seeds(recall_dir, key, sorted(members))
+        else:
+            print(f"{key} is one trained model: the figures above are per-run values, not a result over seeds "
+                  "(`scripts/compare --recall-seeds N` trains and probes N; docs/results.md has five).\n")
 
 
 if __name__ == "__main__":
