@@ -1,7 +1,8 @@
 // sinklm analyze: where attention goes (StreamingLLM, Figure 2 and the per-head view).
 //
 // The input (--text, or the test split of --shards: cli/token_input.h) is cut into up to --segments
-// consecutive segments of --tokens positions (with --spread: segments evenly spaced over the whole input) (sink tokens of a `token` model first, as in training). Per
+// segments of --tokens positions (sink tokens of a `token` model first, as in training), consecutive or, with
+// --spread, evenly spaced over the whole input. Per
 // segment, every layer's attention probabilities (model/analysis/attention_probe.h) give, per head, averaged over
 // queries q >= T/2 ("far from the start") and over segments:
 //   sink_token       mass on the sink token(s)                          (token models)
@@ -200,8 +201,8 @@ nlohmann::json mechanism_json(const AttentionMass& stats, const SinkIntervention
 //   sink_at_trigger, sink_at_other  [segments][L] the same per query class (null: no such query there)
 //   masked, substituted  {"all", "trigger", "other"}: [segments] NLL added over intact (null: not defined)
 nlohmann::json per_segment_json(GPTNeoXForCausalLM& model, const std::vector<std::vector<int64_t>>& cut,
-                                const std::vector<std::vector<bool>>& trigger, int64_t first, int64_t sinks,
-                                int64_t substitute) {
+                                const std::vector<std::vector<bool>>& trigger, int64_t first,
+                                const SinkInterventions& interventions) {
   const auto layer_means = [](const torch::Tensor& per_head, bool defined) {  // [L, H] -> [L] (NaN: none)
     const torch::Tensor mean = per_head.mean(1).contiguous();
     std::vector<double> out(mean.data_ptr<double>(), mean.data_ptr<double>() + mean.numel());
@@ -220,7 +221,7 @@ nlohmann::json per_segment_json(GPTNeoXForCausalLM& model, const std::vector<std
     std::vector<std::vector<bool>> classes;
     if (!trigger.empty()) classes.push_back(trigger[s]);
     const AttentionMass mass = measure_attention_mass(model, one, first, 0, classes);
-    const SinkInterventions r = intervene_on_sink(model, one, sinks, substitute, classes);
+    const InterventionLosses& r = interventions.per_segment[s];
     out["sink_mass"].push_back(layer_means(mass.sink, true));
     if (!classes.empty()) {
       out["sink_at_trigger"].push_back(layer_means(mass.sink_trigger, mass.trigger_queries > 0));
@@ -421,7 +422,7 @@ int run_analyze_command(const std::vector<std::string>& argv) {
   }
   report["mechanism"] = mechanism_json(stats, interventions, f);
   report["mechanism"]["per_segment"] =
-      per_segment_json(m.loaded.model, cut, trigger, k, intervened, substitute);
+      per_segment_json(m.loaded.model, cut, trigger, k, interventions);
   mechanism_markdown(md, interventions, classes);
 
   AtomicDirWriter writer(args.require("out"));

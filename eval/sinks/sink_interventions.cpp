@@ -53,6 +53,10 @@ torch::Tensor next_token_nll(GPTNeoXForCausalLM& model, const std::vector<int64_
 // Sums of one intervention's far-target NLLs, overall and per class.
 struct LossSums {
   double all = 0, trigger = 0, other = 0;
+  LossSums& operator+=(const LossSums& o) {
+    all += o.all, trigger += o.trigger, other += o.other;
+    return *this;
+  }
   InterventionLoss mean(int64_t targets, int64_t triggers, bool classes) const {
     if (targets == 0) return {kNaN, kNaN, kNaN};
     return {all / targets, classes && triggers ? trigger / triggers : kNaN,
@@ -83,29 +87,41 @@ SinkInterventions intervene_on_sink(GPTNeoXForCausalLM& model, const std::vector
   SinkInterventions out;
   out.sinks = column ? 0 : sinks;  // a column has no positions
   out.substitute = substitute;
-  LossSums intact, evicted, masked, substituted;
+  // Per segment, then summed: the intact model and each intervention.
+  struct Sums {
+    LossSums intact, evicted, masked, substituted;
+    int64_t targets = 0, triggers = 0;
+    InterventionLosses means(bool classes, bool column, bool substitutes) const {
+      const int64_t positional = column ? 0 : targets;
+      return {intact.mean(targets, triggers, classes), evicted.mean(positional, triggers, classes),
+              masked.mean(targets, triggers, classes), substituted.mean(substitutes ? positional : 0, triggers, classes)};
+    }
+  } total;
+  const bool classes = !trigger.empty(), substitutes = substitute >= 0;
   auto positions = torch::arange(T, torch::TensorOptions().dtype(torch::kInt64).device(model->embed_out->weight.device()));
   SinkMaskingAttention masking(model->rotary(), positions, column ? 0 : sinks);
   for (size_t s = 0; s < segments.size(); ++s) {
     const auto& ids = segments[s];
     SINKLM_ASSERT(static_cast<int64_t>(ids.size()) == T, "segments of different lengths");
-    const std::vector<bool>* classes = trigger.empty() ? nullptr : &trigger[s];
-    for (int64_t q = far; q < T - 1; ++q) out.targets++, out.trigger_targets += classes && (*classes)[q];
-    add_far(intact, next_token_nll(model, ids, nullptr), far, T, 0, classes);
-    add_far(masked, next_token_nll(model, ids, &masking), far, T, 0, classes);
-    if (column) continue;
-    add_far(evicted, next_token_nll(model, {ids.begin() + sinks, ids.end()}, nullptr), far, T, sinks, classes);
-    if (substitute < 0) continue;
-    std::vector<int64_t> swapped = ids;
-    std::fill(swapped.begin(), swapped.begin() + sinks, substitute);
-    add_far(substituted, next_token_nll(model, swapped, nullptr), far, T, 0, classes);
+    const std::vector<bool>* segment_classes = classes ? &trigger[s] : nullptr;
+    Sums sums;
+    for (int64_t q = far; q < T - 1; ++q) sums.targets++, sums.triggers += segment_classes && (*segment_classes)[q];
+    add_far(sums.intact, next_token_nll(model, ids, nullptr), far, T, 0, segment_classes);
+    add_far(sums.masked, next_token_nll(model, ids, &masking), far, T, 0, segment_classes);
+    if (!column) {
+      add_far(sums.evicted, next_token_nll(model, {ids.begin() + sinks, ids.end()}, nullptr), far, T, sinks, segment_classes);
+      if (substitutes) {
+        std::vector<int64_t> swapped = ids;
+        std::fill(swapped.begin(), swapped.begin() + sinks, substitute);
+        add_far(sums.substituted, next_token_nll(model, swapped, nullptr), far, T, 0, segment_classes);
+      }
+    }
+    out.per_segment.push_back(sums.means(classes, column, substitutes));
+    total.intact += sums.intact, total.evicted += sums.evicted, total.masked += sums.masked;
+    total.substituted += sums.substituted, total.targets += sums.targets, total.triggers += sums.triggers;
   }
-  const bool classes = !trigger.empty();
-  out.intact = intact.mean(out.targets, out.trigger_targets, classes);
-  out.masked = masked.mean(out.targets, out.trigger_targets, classes);
-  const int64_t positional = column ? 0 : out.targets;
-  out.evicted = evicted.mean(positional, out.trigger_targets, classes);
-  out.substituted = substituted.mean(substitute < 0 ? 0 : positional, out.trigger_targets, classes);
+  out.targets = total.targets, out.trigger_targets = total.triggers;
+  static_cast<InterventionLosses&>(out) = total.means(classes, column, substitutes);
   return out;
 }
 

@@ -29,10 +29,14 @@ struct InterventionLoss {
   double all = 0, trigger = 0, other = 0;  // mean NLL (nats) over all far targets and each class's (NaN: no class)
 };
 
-struct SinkInterventions {
+struct InterventionLosses {
+  InterventionLoss intact, evicted, masked, substituted;
+};
+
+struct SinkInterventions : InterventionLosses {  // the losses over all segments' far targets
   int64_t sinks = 0, substitute = -1;  // sinks: the positions intervened on (0: a column mode's column)
   int64_t targets = 0, trigger_targets = 0;  // over all segments
-  InterventionLoss intact, evicted, masked, substituted;
+  std::vector<InterventionLosses> per_segment;  // each segment's alone, in order (for intervals over segments)
 };
 
 // segments: as measure_attention_mass takes them (each T ids, sink prefix first), with `sinks` < T / 2;
