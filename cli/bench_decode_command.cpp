@@ -158,8 +158,12 @@ int run_bench_decode_command(const std::vector<std::string>& argv) {
   const double weight_bytes = decode_weight_bytes(m.loaded.model);
   const auto formats = weights_per_format(m.loaded.model);
   const double kv_bytes = static_cast<double>(owned[0]->kv_bytes());  // from storage: heads may keep different budgets
-  // Entries per head, averaged over layers and heads: what each head's attention reads.
-  const double mean_entries = kv_bytes / (2.0 * model.num_layers * model.hidden_size * c10::elementSize(policy->kv_dtype()));
+  // Entries per head, averaged over layers and heads: what each head's attention reads (less the exact copies
+  // of the sinks an int8 cache keeps beside them).
+  const KvFormat format = policy->kv_format();
+  const double per_head = kv_bytes / (2.0 * model.num_layers * model.num_heads) -
+                          std::min(policy->sinks(), owned[0]->entries()) * kv_sink_extra_bytes(format, model.head_dim());
+  const double mean_entries = per_head / kv_entry_bytes(format, model.head_dim());
   const double peak_rss = peak_rss_mib();  // before the probes below allocate 512 MiB of their own
   const double bandwidth = measured_read_bandwidth(device), matmul_rate = measured_matmul_rate(device, main_format(formats));
   const double flops_per_token = decode_flops_per_token(m.loaded.model, mean_entries);
@@ -168,8 +172,9 @@ int run_bench_decode_command(const std::vector<std::string>& argv) {
                         {"streams", streams}, {"start_position", start}, {"decoded_per_stream", decode},
                         {"median_step_ms", sorted[sorted.size() / 2]}, {"mean_step_ms", total_ms / step_ms.size()},
                         {"p99_step_ms", percentile(0.99)}, {"batched", !f.no_batch},
-                        {"kv_dtype", kv_dtype_name(policy->kv_dtype())}, {"weights", format_names(formats)},
+                        {"kv_dtype", kv_format_name(format)}, {"weights", format_names(formats)},
                         {"weight_bytes", weight_bytes}, {"kv_bytes_per_stream", kv_bytes},
+                        {"streams_per_gib", kv_memory_json(*policy, model)["streams_per_gib"]},
                         {"read_bandwidth_gbs", bandwidth / 1e9}, {"bound_tokens_per_second", bounds.memory},
                         {"flops_per_token", flops_per_token}, {"matmul_gflops", matmul_rate / 1e9},
                         {"compute_bound_tokens_per_second", bounds.compute},

@@ -216,7 +216,7 @@ struct OpenAiServer::Impl {
             {"tokenizer", codec.description()},
             {"cache", {{"policy", policy->name()}, {"window", policy->budget()}, {"sinks", policy->sinks()},
                        {"recent", policy->recent_capacity()}, {"positions", position_rule_name(cache.positions)},
-                       {"kv_dtype", kv_dtype_name(cache.kv_dtype)}}},
+                       {"kv_dtype", kv_format_name(cache.kv_format)}}},
             {"device", decoder.device().str()},
             {"max_tokens_limit", options.max_tokens_limit}};
   }

@@ -10,6 +10,7 @@
 
 #include "cli/inference_model.h"
 #include "core/config/args.h"
+#include "core/error.h"
 #include "model/io/checkpoint.h"
 #include "model/analysis/model_summary.h"
 #include "model/io/safetensors.h"
@@ -54,6 +55,24 @@ Config config_from_path(const std::string& path, const std::vector<std::string>&
   return config;
 }
 
+// Bytes per stream and streams per GiB of the cache `options` ask for, in each K/V format it can store.
+nlohmann::json kv_memory_by_format(CacheOptions options, const ModelConfig& model) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (auto format : {KvFormat::Fp32, KvFormat::Bf16, KvFormat::Int8, KvFormat::Int8All}) {
+    options.kv_format = format;
+    std::unique_ptr<KvCachePolicy> policy;
+    try {
+      policy = make_cache_policy(options, model);
+    } catch (const UserError&) {
+      continue;  // e.g. int8 for a cache without sink slots
+    }
+    auto row = kv_memory_json(*policy, model);
+    rows.push_back({{"kv_dtype", kv_format_name(format)}, {"kv_bytes_per_stream", row["kv_bytes_per_stream"]},
+                    {"streams_per_gib", row["streams_per_gib"]}});
+  }
+  return rows;
+}
+
 }  // namespace
 
 int run_info_command(const std::vector<std::string>& argv) {
@@ -93,9 +112,11 @@ int run_info_command(const std::vector<std::string>& argv) {
   // With cache flags: the K/V memory one stream of that cache holds once its budgets are full.
   std::unique_ptr<KvCachePolicy> cache;
   if (args.has("cache") || args.has("window")) {
-    cache = make_cache_policy(cache_options(cache_flag_values, model, trained_positions(config, path)), model, "--cache/--window/--sinks");
+    const CacheOptions options = cache_options(cache_flag_values, model, trained_positions(config, path));
+    cache = make_cache_policy(options, model, "--cache/--window/--sinks");
     summary["kv_cache"] = kv_memory_json(*cache, model);
-    summary["kv_cache"].update({{"cache", cache->name()}, {"config", cache->label()}, {"kv_dtype", kv_dtype_name(cache->kv_dtype())}});
+    summary["kv_cache"].update({{"cache", cache->name()}, {"config", cache->label()}, {"kv_dtype", kv_format_name(cache->kv_format())},
+                                {"by_format", kv_memory_by_format(options, model)}});
   }
   if (json) {
     std::cout << summary.dump(2) << "\n";
@@ -113,6 +134,9 @@ int run_info_command(const std::vector<std::string>& argv) {
     const auto& kv = summary["kv_cache"];
     std::cout << "  kv cache      " << cache->name() << " " << cache->label() << " (" << kv["kv_dtype"].get<std::string>()
               << "): " << kv["kv_bytes_per_stream"] << " bytes per stream; per layer " << kv["kv_bytes_per_layer"].dump() << "\n";
+    for (const auto& row : kv["by_format"])
+      std::cout << "    --kv-dtype " << row["kv_dtype"].get<std::string>() << ": " << row["kv_bytes_per_stream"]
+                << " bytes per stream, " << row["streams_per_gib"] << " streams per GiB\n";
   }
   return 0;
 }

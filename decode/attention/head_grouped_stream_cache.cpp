@@ -91,6 +91,7 @@ class HeadGroupedStreamCache : public StreamCache {
   CacheSnapshot snapshot() const override {  // one key and value tensor per layer and group, in that order
     CacheSnapshot s;
     s.stream_length = stream_length_;
+    s.format = policy_->kv_format();
     for_each([&](const HeadGroupCache& g) {
       auto part = g.cache->snapshot();
       s.keys.push_back(part.keys[0]);
@@ -103,7 +104,7 @@ class HeadGroupedStreamCache : public StreamCache {
     size_t i = 0;
     stream_length_ = s.stream_length;
     for_each([&](HeadGroupCache& g) {
-      CacheSnapshot part{s.stream_length, {s.keys[i]}, {s.values[i]}};
+      CacheSnapshot part{s.stream_length, {s.keys[i]}, {s.values[i]}, s.format};
       ++i;
       g.cache->restore(part);
     });

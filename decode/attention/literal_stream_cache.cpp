@@ -17,7 +17,7 @@ class LiteralStreamCache : public StoredStreamCache {
  public:
   LiteralStreamCache(std::shared_ptr<const KvCachePolicy> policy, PositionRule rule, const ModelConfig& model,
                      torch::Device device)
-      : StoredStreamCache(std::move(policy), rule, model, torch::kFloat32, device),  // keys un-rotated
+      : StoredStreamCache(std::move(policy), rule, model, KvFormat::Fp32, device),  // keys un-rotated, whatever the policy's format
         rotary_(model.rotary_dims(), model.rotary_base),
         device_(device) {}
 

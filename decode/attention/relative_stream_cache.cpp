@@ -9,8 +9,8 @@
 #include "model/attention/rotary.h"
 #include "model/io/weight_format.h"
 #include "model/sink.h"
-#include "model/kernels/cache_attention_kernel.h"
 #include "decode/cache/kv_storage.h"
+#include "decode/attention/stored_run_attention.h"
 #include "decode/attention/stream_cache.h"
 
 namespace sinklm {
@@ -30,8 +30,8 @@ class RelativeStreamCache : public StoredStreamCache {
  public:
   RelativeStreamCache(std::shared_ptr<const KvCachePolicy> policy, PositionRule rule, const ModelConfig& model,
                       torch::Device device)
-      // The sinks rotated at 0..S-1, then the ring rotated at stream positions, in the policy's kv_dtype.
-      : StoredStreamCache(policy, rule, model, policy->kv_dtype(), device),
+      // The sinks rotated at 0..S-1, then the ring rotated at stream positions, in the policy's K/V format.
+      : StoredStreamCache(policy, rule, model, policy->kv_format(), device),
         rotary_(model.rotary_dims(), model.rotary_base),
         head_dim_(model.head_dim()),
         device_(device) {}
@@ -49,7 +49,7 @@ class RelativeStreamCache : public StoredStreamCache {
     stream_length_ = s.stream_length;
     auto [cos, sin] = rotary_.cos_sin(torch::tensor(held, torch::kInt64).to(device_));  // [N, R]
     for (int64_t l = 0; l < storage_.layers(); ++l)
-      storage_.place(l, held, apply_rotary(s.keys[l].to(device_), cos, sin).to(kv_dtype()), s.values[l].to(device_, kv_dtype()));
+      storage_.place(l, held, apply_rotary(s.keys[l].to(device_), cos, sin), s.values[l].to(device_));
   }
 
   torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
@@ -57,18 +57,24 @@ class RelativeStreamCache : public StoredStreamCache {
     const int64_t T = q.size(1);
     if (plan_.count != T || plan_.first != stream_length_) plan_ = make_plan(T);
     const auto& p = plan_;
-    // The operands are rounded to the storage dtype (a no-op for float32) and multiplied in it, or in float32
-    // where LibTorch has no native bf16 product (bf16_product_dtype); the softmax and the sums run in float32.
-    const auto stored = kv_dtype(), dt = stored == torch::kFloat32 ? stored : bf16_product_dtype(device_);
-    const auto operand = [&](const torch::Tensor& t) { return t.to(stored).to(dt); };
-    auto q_recent = operand(apply_rotary(q, p.cos, p.sin));  // [H, T, D] at stream positions
-    auto k_new = operand(apply_rotary(k, p.cos, p.sin));     // [H, T, D]
-    auto v_new = operand(v);
-    auto q_sinks = rule_ == PositionRule::Cache ? operand(apply_rotary(q, p.sink_cos, p.sink_sin)) : q_recent;
+    // Every entry is what the storage reads back (kv_round_trip: rounded to bf16, or quantised to int8 unless
+    // it is a sink kept exact), the queries are rounded as bf16 entries are (int8: kept float32), and the
+    // products run in the format's dtype, or in float32 where LibTorch has no native bf16 product
+    // (bf16_product_dtype); the softmax and the sums run in float32.
+    const KvFormat format = policy_->kv_format();
+    const auto query_dtype = kv_quantized(format) ? torch::kFloat32 : kv_storage_dtype(format);
+    const auto dt = query_dtype == torch::kFloat32 ? query_dtype : bf16_product_dtype(device_);
+    const auto query = [&](const torch::Tensor& t) { return t.to(query_dtype).to(dt); };
+    const bool sink_chunk = p.first < policy_->sinks();  // chunks never straddle S
+    auto q_recent = query(apply_rotary(q, p.cos, p.sin));  // [H, T, D] at stream positions
+    auto k_rotated = apply_rotary(k, p.cos, p.sin);        // [H, T, D]
+    auto k_new = kv_round_trip(format, k_rotated, sink_chunk).to(dt);
+    auto v_new = kv_round_trip(format, v, sink_chunk).to(dt);
+    auto q_sinks = rule_ == PositionRule::Cache ? query(apply_rotary(q, p.sink_cos, p.sink_sin)) : q_recent;
 
-    auto sink_k = operand(storage_.keys(layer).narrow(1, 0, p.sinks_held));  // [H, sinks_held, D]
-    auto sink_v = operand(storage_.values(layer).narrow(1, 0, p.sinks_held));
-    auto ring_k = operand(storage_.ring_keys(layer)), ring_v = operand(storage_.ring_values(layer));  // [H, capacity, D]
+    auto [sink_k, sink_v] = storage_.sinks(layer, p.sinks_held);  // [H, sinks_held, D]
+    auto [ring_k, ring_v] = storage_.ring(layer);                  // [H, capacity, D]
+    sink_k = sink_k.to(dt), sink_v = sink_v.to(dt), ring_k = ring_k.to(dt), ring_v = ring_v.to(dt);
     // scores = bias + q · kᵀ / sqrt(D) over [sinks | ring | chunk], each product written into its columns of
     // one buffer that starts as the mask (0 or -inf): no concatenation, no pass for the scale or the mask.
     const int64_t capacity = ring_v.size(1);
@@ -86,7 +92,7 @@ class RelativeStreamCache : public StoredStreamCache {
     if (auto from_sink = sink_value_output(probs32, sink); from_sink.defined()) out = out + from_sink;
     if (p.sinks_held > 0) out = out + torch::matmul(probs.narrow(-1, 0, p.sinks_held), sink_v).to(torch::kFloat32);
     if (capacity > 0) out = out + torch::matmul(probs.narrow(-1, p.sinks_held, capacity), ring_v).to(torch::kFloat32);
-    storage_.write(layer, p.writes, k_new.to(stored), v_new.to(stored));
+    storage_.write(layer, p.writes, k_rotated, v);
     return out;
   }
 
@@ -120,8 +126,6 @@ class RelativeStreamCache : public StoredStreamCache {
   }
 
  private:
-  torch::ScalarType kv_dtype() const { return policy_->kv_dtype(); }
-
   ChunkPlan make_plan(int64_t T) const {
     const int64_t n = stream_length_, S = policy_->sinks(), R = policy_->recent_capacity();
     SINKLM_ASSERT(T >= 1 && T <= max_chunk(T), "chunk of ", T, " at ", n, " straddles the sinks");
@@ -169,7 +173,7 @@ class RelativeStreamCache : public StoredStreamCache {
 // see). Under the cache rule past W - 1 the query takes two positions: t against the ring, W - 1 against the
 // sinks (and against a sink column's key); both rotations come from one product, and the two score blocks
 // are softmaxed together. Every product
-// has one query row per stream and head; model/kernels/cache_attention_kernel.h runs them and the store.
+// has one query row per stream and head; decode/attention/stored_run_attention.h runs them and the store.
 class RelativeDecodeBatch : public DecodeBatch {
  public:
   // Null unless the caches are relative and, when more than one, form a dense batch of one pool page.
@@ -254,26 +258,21 @@ class RelativeDecodeBatch : public DecodeBatch {
   torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                        const SinkColumn& sink) override {
     const auto* c0 = caches_[0];
-    torch::Tensor run_k, run_v;  // [m, H, S + capacity, D]
     const auto& storage = c0->storage_;
-    if (const auto& pool = storage.pool()) {
-      run_k = pool->keys(storage.slot().page, layer).narrow(0, first_slot_, slots_);
-      run_v = pool->values(storage.slot().page, layer).narrow(0, first_slot_, slots_);
-    } else {
-      run_k = storage.keys(layer).unsqueeze(0);
-      run_v = storage.values(layer).unsqueeze(0);
-    }
-    const int64_t n = q.size(0), H = q.size(1), D = q.size(3), m = run_k.size(0);
-    store_cache_entries(run_k, run_v, rows_, columns_, torch::bmm(k.squeeze(2), key_rotation_), v.squeeze(2));
+    const auto& pool = storage.pool();
+    // [m, H, S + capacity, D] (decode/cache/kv_pool.h)
+    const KvLayer run = pool ? pool->layer(storage.slot().page, layer).narrow(first_slot_, slots_) : storage.layer(layer).unsqueeze();
+    const int64_t n = q.size(0), H = q.size(1), D = q.size(3), m = run.keys.size(0), S = c0->policy_->sinks();
+    store_decode_entries(storage.format(), run, rows_, columns_, S, torch::bmm(k.squeeze(2), key_rotation_), v.squeeze(2));
     auto queries = torch::bmm(q.squeeze(2), query_rotation_).view({n, H, queries_, D});  // [n, H, r, D]
     if (!dense_) queries = torch::zeros({m, H, queries_, D}, queries.options()).index_copy_(0, rows_, queries);
-    auto scores = cached_key_scores(queries, run_k, c0->policy_->sinks());  // [m, H, 1, width] float32
+    auto scores = stored_key_scores(storage.format(), run, queries, S);  // [m, H, 1, width] float32
     if (bias_.defined()) scores.add_(bias_);
     // A sink column's key meets the query rotation of the sinks' position (the last row), unscaled.
     const auto column_query =
         sink.key.defined() ? queries.narrow(2, queries_ - 1, 1) * std::sqrt(static_cast<double>(D)) : torch::Tensor();
     auto probs = softmax_with_sink(scores, sink, column_query);  // [m, H, 1, width]
-    auto out = cached_value_mix(probs, run_v);                  // [m, H, 1, D] float32
+    auto out = stored_value_mix(storage.format(), run, probs, S);  // [m, H, 1, D] float32
     if (auto from_sink = sink_value_output(probs, sink); from_sink.defined()) out = out + from_sink;
     return dense_ ? out : out.index_select(0, rows_);  // [n, H, 1, D]
   }

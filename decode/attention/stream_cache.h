@@ -79,9 +79,10 @@ class StoredStreamCache : public StreamCache {
   CacheSnapshot snapshot() const override {
     CacheSnapshot s;
     s.stream_length = stream_length_;
+    s.format = policy_->kv_format();
     const auto held = policy_->held_positions(stream_length_);
     for (int64_t l = 0; l < storage_.layers(); ++l) {
-      auto [k, v] = storage_.gather(l, held);  // [H, N, D] as stored
+      auto [k, v] = storage_.gather(l, held);  // [H, N, D] as attention reads them
       s.keys.push_back(keys_before_rotary(k, held).to(torch::kFloat32).cpu());
       s.values.push_back(v.to(torch::kFloat32).cpu());
     }
@@ -90,8 +91,8 @@ class StoredStreamCache : public StreamCache {
 
  protected:
   StoredStreamCache(std::shared_ptr<const KvCachePolicy> policy, PositionRule rule, const ModelConfig& model,
-                    torch::ScalarType dtype, torch::Device device)
-      : StreamCache(std::move(policy), rule), storage_(*policy_, model, dtype, device) {}
+                    KvFormat format, torch::Device device)
+      : StreamCache(std::move(policy), rule), storage_(*policy_, model, format, device) {}
   // A layer's stored keys [H, N, D] at stream positions `held`, as they were before rotary (identity for a
   // cache that stores them so).
   virtual torch::Tensor keys_before_rotary(const torch::Tensor& keys, const std::vector<int64_t>& held) const {

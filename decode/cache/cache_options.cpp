@@ -44,14 +44,6 @@ CacheOptions resolve_cache_options(CacheOptions o, const ModelConfig& model, int
   return o;
 }
 
-torch::ScalarType parse_kv_dtype(const std::string& text, const std::string& field) {
-  if (text == "fp32") return torch::kFloat32;
-  if (text == "bf16") return torch::kBFloat16;
-  fail(field, ": unknown KV dtype '", text, "'; expected fp32 or bf16");
-}
-
-const char* kv_dtype_name(torch::ScalarType dtype) { return dtype == torch::kBFloat16 ? "bf16" : "fp32"; }
-
 PositionRule parse_position_rule(const std::string& text, const std::string& field) {
   if (text == "cache") return PositionRule::Cache;
   if (text == "stream") return PositionRule::Stream;

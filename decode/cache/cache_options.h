@@ -19,6 +19,7 @@
 
 #include "model/model_config.h"
 #include "decode/cache/head_roles.h"
+#include "decode/cache/kv_format.h"
 
 namespace sinklm {
 
@@ -33,7 +34,7 @@ struct CacheOptions {
   int64_t window = kFollowModel;                     // W (full: the limit)
   int64_t sinks = kFollowModel;                      // S
   PositionRule positions = PositionRule::Cache;
-  torch::ScalarType kv_dtype = torch::kFloat32;      // fp32 | bf16
+  KvFormat kv_format = KvFormat::Fp32;               // --kv-dtype (decode/cache/kv_format.h)
   std::shared_ptr<const HeadRoles> head_roles;       // heads: the head-policy file
   int64_t retrieval_window = kFollowModel;           // heads: R
 };
@@ -46,8 +47,6 @@ CacheOptions resolve_cache_options(CacheOptions options, const ModelConfig& mode
                                    const std::string& field, std::vector<std::string>* warnings = nullptr);
 
 PositionRule parse_position_rule(const std::string& text, const std::string& field = "positions");
-torch::ScalarType parse_kv_dtype(const std::string& text, const std::string& field = "kv-dtype");
-const char* kv_dtype_name(torch::ScalarType dtype);  // "fp32" | "bf16"
 const char* position_rule_name(PositionRule rule);
 
 }  // namespace sinklm

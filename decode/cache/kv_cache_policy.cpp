@@ -65,9 +65,9 @@ std::string HeadAwareCache::label() const {
   return groups_[0].policy->label() + "/" + groups_[1].policy->label();
 }
 
-void HeadAwareCache::set_kv_dtype(torch::ScalarType dtype) {
-  KvCachePolicy::set_kv_dtype(dtype);
-  for (auto& group : groups_) group.policy->set_kv_dtype(dtype);
+void HeadAwareCache::set_kv_format(KvFormat format) {
+  KvCachePolicy::set_kv_format(format);
+  for (auto& group : groups_) group.policy->set_kv_format(format);
 }
 
 int64_t HeadAwareCache::head_entries_after(int64_t layer, int64_t stream_length, int64_t) const {
@@ -122,12 +122,24 @@ std::unique_ptr<KvCachePolicy> make_policy_of_kind(const CacheOptions& o, const 
   return make_head_aware(o, model, field);
 }
 
+// int8 keeps the sink slots exact: a cache with none would quantise the very entries the format protects
+// (a full cache holds the sink token in its ring; a window cache evicts it). recompute keeps no K/V at all.
+void check_kv_format(const KvCachePolicy& policy, const std::string& field) {
+  const KvFormat format = policy.kv_format();
+  if (policy.recomputes() && format != KvFormat::Fp32)
+    fail(field, ": recompute keeps no K/V, so --kv-dtype ", kv_format_name(format), " does not apply");
+  if (kv_sinks_exact(format) && policy.sinks() == 0)
+    fail(field, ": --kv-dtype ", kv_format_name(format), " keeps the sink slots exact in float32, but a ", policy.name(),
+         " cache has none; use sink_window (or heads) with at least one sink, or --kv-dtype int8-all to quantise every entry");
+}
+
 }  // namespace
 
 std::unique_ptr<KvCachePolicy> make_cache_policy(const CacheOptions& o, const ModelConfig& model,
                                                  const std::string& field) {
   auto policy = make_policy_of_kind(resolve_cache_options(o, model, kFollowModel, field), model, field);
-  policy->set_kv_dtype(o.kv_dtype);
+  policy->set_kv_format(o.kv_format);
+  check_kv_format(*policy, field);
   return policy;
 }
 
@@ -136,7 +148,7 @@ nlohmann::json cache_policy_json(const KvCachePolicy& policy) {
   nlohmann::json json = {{"cache", policy.name()},
                          {"window", heads ? heads->window() : policy.budget()},
                          {"sinks", policy.sinks()},
-                         {"kv_dtype", kv_dtype_name(policy.kv_dtype())}};
+                         {"kv_dtype", kv_format_name(policy.kv_format())}};
   if (heads) {
     json["retrieval_window"] = heads->retrieval_window();
     json["head_policy"] = head_roles_json(heads->roles());
@@ -154,15 +166,18 @@ CacheOptions cache_options_from_json(const nlohmann::json& json, const std::stri
   } catch (const nlohmann::json::exception& e) {
     fail(where, ": cache fields \"cache\", \"window\", \"sinks\" missing or mistyped (", e.what(), ")");
   }
-  o.kv_dtype = parse_kv_dtype(json.value("kv_dtype", "fp32"), where + ": kv_dtype");
+  o.kv_format = parse_kv_format(json.value("kv_dtype", "fp32"), where + ": kv_dtype");
   if (json.contains("head_policy"))
     o.head_roles = std::make_shared<HeadRoles>(head_roles_from_json(json["head_policy"], where + ": head_policy"));
   return o;
 }
 
 int64_t kv_bytes_in_layer(const KvCachePolicy& policy, const ModelConfig& model, int64_t layer, int64_t stream_length) {
-  const int64_t element = static_cast<int64_t>(c10::elementSize(policy.kv_dtype()));
-  return policy.head_entries_after(layer, stream_length, model.num_heads) * model.head_dim() * 2 * element;
+  // Keys and values: each held entry of each head, and each sink's exact copy where the format keeps one.
+  const int64_t D = model.head_dim(), format_bytes = kv_entry_bytes(policy.kv_format(), D);
+  const int64_t sinks = policy.recomputes() ? 0 : std::min(policy.sinks(), stream_length) * model.num_heads;
+  return 2 * (policy.head_entries_after(layer, stream_length, model.num_heads) * format_bytes +
+              sinks * kv_sink_extra_bytes(policy.kv_format(), D));
 }
 
 int64_t kv_bytes_per_stream(const KvCachePolicy& policy, const ModelConfig& model, int64_t stream_length) {
@@ -174,7 +189,10 @@ int64_t kv_bytes_per_stream(const KvCachePolicy& policy, const ModelConfig& mode
 nlohmann::json kv_memory_json(const KvCachePolicy& policy, const ModelConfig& model) {
   std::vector<int64_t> per_layer;
   for (int64_t l = 0; l < model.num_layers; ++l) per_layer.push_back(kv_bytes_in_layer(policy, model, l, policy.budget()));
-  return {{"kv_bytes_per_stream", kv_bytes_per_stream(policy, model, policy.budget())}, {"kv_bytes_per_layer", per_layer}};
+  const int64_t per_stream = kv_bytes_per_stream(policy, model, policy.budget());
+  nlohmann::json streams = nullptr;  // recompute: no K/V, no bound
+  if (per_stream > 0) streams = (int64_t{1} << 30) / per_stream;
+  return {{"kv_bytes_per_stream", per_stream}, {"kv_bytes_per_layer", per_layer}, {"streams_per_gib", streams}};
 }
 
 }  // namespace sinklm

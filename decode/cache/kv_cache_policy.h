@@ -11,9 +11,8 @@
 //                head-policy file, decode/cache/head_roles.h) S + (R - S), each with positions inside its own cache
 //
 // Positions seen by attention are a separate choice (PositionRule), see decode/attention/stream_cache.h. A policy also
-// says how entries are stored: kv_dtype() float32 (default) or bfloat16 (half the bytes every decode step
-// reads; attention then multiplies in that dtype and softmaxes in float32). The literal reference cache
-// always stores float32.
+// says how entries are stored: kv_format() (decode/cache/kv_format.h: float32, bfloat16 or int8). The
+// literal reference cache always stores float32.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -42,8 +41,8 @@ class KvCachePolicy {
   virtual void check_append(int64_t stream_length, int64_t count) const;
 
   int64_t sinks() const { return sinks_; }
-  torch::ScalarType kv_dtype() const { return kv_dtype_; }
-  virtual void set_kv_dtype(torch::ScalarType dtype) { kv_dtype_ = dtype; }
+  KvFormat kv_format() const { return kv_format_; }
+  virtual void set_kv_format(KvFormat format) { kv_format_ = format; }
   int64_t recent_capacity() const { return recent_; }
   int64_t budget() const { return sinks_ + recent_; }
 
@@ -69,7 +68,7 @@ class KvCachePolicy {
 
  private:
   int64_t sinks_, recent_;
-  torch::ScalarType kv_dtype_ = torch::kFloat32;
+  KvFormat kv_format_ = KvFormat::Fp32;
 };
 
 class SinkWindowCache : public KvCachePolicy {
@@ -107,7 +106,7 @@ class HeadAwareCache : public KvCachePolicy {
   HeadAwareCache(HeadRoles roles, int64_t sinks, int64_t window, int64_t retrieval_window);
   std::string name() const override { return "heads"; }
   std::string label() const override;  // "1+31/1+127": streaming / retrieval
-  void set_kv_dtype(torch::ScalarType dtype) override;
+  void set_kv_format(KvFormat format) override;
   int64_t head_entries_after(int64_t layer, int64_t stream_length, int64_t heads) const override;
   std::vector<std::vector<int64_t>> snapshot_shapes(int64_t stream_length, const ModelConfig& model) const override;
   const HeadAwareCache* head_aware() const override { return this; }
@@ -136,10 +135,10 @@ std::unique_ptr<KvCachePolicy> make_cache_policy(const CacheOptions& options, co
 nlohmann::json cache_policy_json(const KvCachePolicy& policy);
 CacheOptions cache_options_from_json(const nlohmann::json& json, const std::string& where);
 // K/V bytes of one stream in layer `layer` after `stream_length` tokens (keys and values, the policy's
-// kv_dtype); recompute keeps none.
+// K/V format); recompute keeps none.
 int64_t kv_bytes_in_layer(const KvCachePolicy& policy, const ModelConfig& model, int64_t layer, int64_t stream_length);
 // Summed over layers, and that sum once every budget is full (steady state), as "kv_bytes_per_stream" and
-// "kv_bytes_per_layer" in a JSON object.
+// "kv_bytes_per_layer" in a JSON object, with "streams_per_gib": how many such streams 1 GiB of K/V holds.
 int64_t kv_bytes_per_stream(const KvCachePolicy& policy, const ModelConfig& model, int64_t stream_length);
 nlohmann::json kv_memory_json(const KvCachePolicy& policy, const ModelConfig& model);
 

@@ -3,10 +3,10 @@
 // place (no per-step copy: decoding is bound by memory traffic).
 //
 // Layout: pages of `page_slots` streams; for page p and layer l, keys(p, l) and values(p, l) are
-// [page_slots, H, S + R, D] in the policy's kv_dtype: a stream's slot s holds its sinks at [s, :, 0:S) and its ring of recent
-// entries at [s, :, S:S+R) (ring slot of stream position t >= S: (t - S) mod R). Keys are stored transposed
-// (kv_keys_zeros). Slots are handed out lowest first, so the streams decoding together usually form one
-// contiguous run of a page.
+// a KvLayer of [page_slots, ...] in the policy's K/V format (decode/cache/kv_format.h): a stream's slot s holds its
+// sinks at [s, :, 0:S) and its ring of recent entries at [s, :, S:S+R) (ring slot of stream position t >= S:
+// (t - S) mod R). Keys are stored transposed (kv_keys_zeros). Slots are handed out lowest first, so the
+// streams decoding together usually form one contiguous run of a page.
 #pragma once
 #include <torch/types.h>
 
@@ -17,6 +17,8 @@
 #include <tuple>
 #include <vector>
 
+#include "decode/cache/kv_format.h"
+
 namespace sinklm {
 
 // Zeros for keys of `shape` [..., entries, D], stored transposed ([..., D, entries] in memory; the result is
@@ -25,9 +27,30 @@ namespace sinklm {
 // a new key touches D cache lines instead of one, which matters less as the cache grows.
 torch::Tensor kv_keys_zeros(std::vector<int64_t> shape, const torch::TensorOptions& options);
 
+// One layer's K/V, as stored, of one stream (lead = {}) or of a run of stream slots (lead = {m}); the entry
+// dimension follows the head one in every tensor but the sinks'.
+struct KvLayer {
+  torch::Tensor keys, values;              // [lead.., H, S + capacity, D] in kv_storage_dtype; keys transposed
+  torch::Tensor key_scales, value_scales;  // quantised formats: [lead.., H, S + capacity] float16
+  torch::Tensor sink_keys, sink_values;    // int8 (sinks exact): [lead.., H, S, D] float32; the int8 sink columns
+                                           // then stay unused (scale 0)
+
+  // A layer of `format` with `entries` = S + capacity columns, all zero.
+  static KvLayer zeros(KvFormat format, std::vector<int64_t> lead, int64_t heads, int64_t sinks, int64_t entries,
+                       int64_t head_dim, torch::Device device);
+  // The tensors that have the entry dimension (keys, values and any scales), and every defined tensor.
+  std::vector<torch::Tensor*> entry_tensors();
+  std::vector<const torch::Tensor*> all() const;
+  // Slots [first, first + count) of a run, and slot i of it as one stream's layer.
+  KvLayer narrow(int64_t first, int64_t count) const;
+  KvLayer select(int64_t index) const;
+  KvLayer unsqueeze() const;  // one stream's layer as a run of one
+  int64_t bytes() const;
+};
+
 class KvPool {
  public:
-  KvPool(int64_t layers, int64_t heads, int64_t sinks, int64_t recent, int64_t head_dim, torch::ScalarType dtype,
+  KvPool(int64_t layers, int64_t heads, int64_t sinks, int64_t recent, int64_t head_dim, KvFormat format,
          torch::Device device, int64_t page_slots = 16);
 
   struct Slot {
@@ -36,20 +59,19 @@ class KvPool {
   Slot acquire();  // zeroed; thread-safe
   void release(Slot slot);  // thread-safe
 
-  torch::Tensor keys(int64_t page, int64_t layer) const { return pages_[page].keys[layer]; }      // [P, H, S+R, D]
-  torch::Tensor values(int64_t page, int64_t layer) const { return pages_[page].values[layer]; }  // [P, H, S+R, D]
+  const KvLayer& layer(int64_t page, int64_t layer) const { return pages_[page].layers[layer]; }  // [P, ...]
   int64_t sinks() const { return sinks_; }
   int64_t recent() const { return recent_; }
-  torch::ScalarType dtype() const { return dtype_; }
+  KvFormat format() const { return format_; }
   int64_t page_slots() const { return page_slots_; }
 
  private:
   struct Page {
-    std::vector<torch::Tensor> keys, values;  // per layer
+    std::vector<KvLayer> layers;
     std::vector<bool> used;
   };
   int64_t layers_, heads_, sinks_, recent_, head_dim_, page_slots_;
-  torch::ScalarType dtype_;
+  KvFormat format_;
   torch::Device device_;
   std::deque<Page> pages_;  // never freed (a server's peak of streams is its steady state); never moved
   std::mutex mutex_;
@@ -62,11 +84,11 @@ class KvPools {
  public:
   explicit KvPools(torch::Device device) : device_(device) {}
   std::shared_ptr<KvPool> get(int64_t layers, int64_t heads, int64_t sinks, int64_t recent, int64_t head_dim,
-                              torch::ScalarType dtype, int64_t tag);  // thread-safe
+                              KvFormat format, int64_t tag);  // thread-safe
 
  private:
   torch::Device device_;
-  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, torch::ScalarType, int64_t>, std::shared_ptr<KvPool>>
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, KvFormat, int64_t>, std::shared_ptr<KvPool>>
       pools_;
   std::mutex mutex_;
 };

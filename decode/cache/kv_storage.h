@@ -2,9 +2,11 @@
 // is read back in cache order and put back from a snapshot. The stream caches (decode/attention/stream_cache.h)
 // attend over it; what they store (keys rotated or not) is theirs to say, where it goes is this file's.
 //
-// Layout per layer, the same as a slot of a shared pool (decode/cache/kv_pool.h), keys stored transposed
-// (kv_keys_zeros): [H, S + capacity, D], the S sinks at [:, 0:S) and a ring of recent entries at
-// [:, S:S+capacity). Recent entry at stream position p >= S lives in ring slot (p - S) mod R; until the ring
+// Layout per layer, the same as a slot of a shared pool (decode/cache/kv_pool.h: a KvLayer in the policy's K/V
+// format, decode/cache/kv_format.h), keys stored transposed (kv_keys_zeros): [H, S + capacity, D], the S sinks
+// at [:, 0:S) (int8: in their own float32 tensors) and a ring of recent entries at [:, S:S+capacity).
+// Entries go in as float and come out as attention reads them (float32 for int8, else the storage dtype).
+// Recent entry at stream position p >= S lives in ring slot (p - S) mod R; until the ring
 // first fills that is p - S, so capacity grows by copying (doubling, up to R) and a policy that never fills
 // its budget (full) pays only for what it holds. adopt_pool moves the storage into a pool slot for good.
 #pragma once
@@ -27,10 +29,13 @@ struct CacheSnapshot {
   // layer and head group, [H_g, N_g, D] (KvCachePolicy::snapshot_shapes).
   std::vector<torch::Tensor> keys;
   std::vector<torch::Tensor> values;  // shaped as keys
+  // The format of the cache it was taken from: its entries are exactly what that format reads back, and a
+  // cache of another format refuses it (check_snapshot).
+  KvFormat format = KvFormat::Fp32;
 };
 
 // UserError unless the snapshot's keys and values have the shapes policy.snapshot_shapes() gives after
-// snapshot.stream_length tokens.
+// snapshot.stream_length tokens, and its format is the policy's.
 void check_snapshot(const CacheSnapshot& snapshot, const KvCachePolicy& policy, const ModelConfig& model);
 
 // Where a chunk of `count` entries at stream positions [first, first + count) goes, shared by the layers.
@@ -43,19 +48,19 @@ struct KvWrites {
 
 class KvStorage {
  public:
-  KvStorage(const KvCachePolicy& policy, const ModelConfig& model, torch::ScalarType dtype, torch::Device device);
+  KvStorage(const KvCachePolicy& policy, const ModelConfig& model, KvFormat format, torch::Device device);
   ~KvStorage();
   KvStorage(const KvStorage&) = delete;
   KvStorage& operator=(const KvStorage&) = delete;
 
-  // [H, S + capacity, D] of layer `layer`: the sinks, then the ring.
-  const torch::Tensor& keys(int64_t layer) const { return keys_[layer]; }
-  const torch::Tensor& values(int64_t layer) const { return values_[layer]; }
-  torch::Tensor ring_keys(int64_t layer) const { return ring(keys_[layer]); }      // [H, capacity, D]
-  torch::Tensor ring_values(int64_t layer) const { return ring(values_[layer]); }  // [H, capacity, D]
-  int64_t layers() const { return static_cast<int64_t>(keys_.size()); }
-  int64_t ring_capacity() const { return keys_[0].size(1) - sinks_; }
-  torch::ScalarType dtype() const { return keys_[0].scalar_type(); }
+  // Layer `layer` as stored, [H, S + capacity, D]: the sinks, then the ring.
+  const KvLayer& layer(int64_t layer) const { return layers_[layer]; }
+  // As attention reads them: the first `count` sinks {keys, values} [H, count, D], and the ring [H, capacity, D].
+  std::pair<torch::Tensor, torch::Tensor> sinks(int64_t layer, int64_t count) const;
+  std::pair<torch::Tensor, torch::Tensor> ring(int64_t layer) const;
+  int64_t layers() const { return static_cast<int64_t>(layers_.size()); }
+  int64_t ring_capacity() const { return layers_[0].keys.size(1) - sinks_; }
+  KvFormat format() const { return format_; }
   torch::Device device() const { return device_; }
 
   // Held after `stream_length` tokens: the sinks among them and the recent entries in the ring.
@@ -68,18 +73,16 @@ class KvStorage {
   void grow_ring(int64_t layer, int64_t needed);
   // The slots of a chunk (chunks never straddle S: all sinks or all recent).
   KvWrites plan_writes(int64_t first, int64_t count) const;
-  // Stores the chunk's entries, k and v [H, count, D] in the storage dtype, into layer `layer`.
+  // Stores the chunk's entries, k and v [H, count, D] (float), into layer `layer` in the storage format.
   void write(int64_t layer, const KvWrites& writes, const torch::Tensor& k, const torch::Tensor& v);
   // The entries at `held` (the policy's held_positions, ascending) in cache order: {keys, values} [H, N, D].
   std::pair<torch::Tensor, torch::Tensor> gather(int64_t layer, const std::vector<int64_t>& held) const;
-  // Puts k and v [H, N, D] (cache order, the storage dtype) at the slots of `held`.
+  // Puts k and v [H, N, D] (cache order, float) at the slots of `held`.
   void place(int64_t layer, const std::vector<int64_t>& held, const torch::Tensor& k, const torch::Tensor& v);
 
   // Storage slots allocated, and their bytes summed over layers (keys and values).
-  int64_t allocated_entries() const { return keys_[0].size(1); }
-  int64_t bytes() const {
-    return 2 * layers() * keys_[0].numel() * static_cast<int64_t>(keys_[0].element_size());
-  }
+  int64_t allocated_entries() const { return layers_[0].keys.size(1); }
+  int64_t bytes() const;
 
   // Moves the contents into a slot of the pool of this shape in `pools` (tag: which pool of that shape);
   // idempotent. The pool and page it lives in after that, else {nullptr, -1}.
@@ -88,12 +91,17 @@ class KvStorage {
   const KvPool::Slot& slot() const { return slot_; }
 
  private:
-  torch::Tensor ring(const torch::Tensor& layer) const { return layer.narrow(1, sinks_, layer.size(1) - sinks_); }
-  torch::Tensor slot_index(const std::vector<int64_t>& held, int64_t sinks_held) const;
+  // The columns `pick` takes (from the sinks' own tensors where `sinks` and they are apart) as attention reads them.
+  template <typename Pick>
+  std::pair<torch::Tensor, torch::Tensor> read(const KvLayer& l, const Pick& pick, bool sinks) const;
+  // Stores k, v [H, n, D] at `columns` [n] (of S + capacity; sink columns where `sinks`) in the storage format.
+  void put(KvLayer& l, const torch::Tensor& columns, const torch::Tensor& k, const torch::Tensor& v, bool sinks);
+  torch::Tensor ring_columns(const std::vector<int64_t>& held, int64_t sinks_held) const;
 
   int64_t sinks_, recent_, heads_, head_dim_;
+  KvFormat format_;
   torch::Device device_;
-  std::vector<torch::Tensor> keys_, values_;  // per layer [H, S + capacity, D]; a pool slot once pooled
+  std::vector<KvLayer> layers_;  // per layer [H, S + capacity, D]; a pool slot once pooled
   std::shared_ptr<KvPool> pool_;              // set by adopt_pool
   KvPool::Slot slot_;
 };

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <type_traits>
 
 #include "core/system/cpu_features.h"
 #include "core/error.h"
@@ -71,6 +72,15 @@ struct V16 {
       if (tail >> i & 1) lanes[i] = p[i];
     return load(lanes);
   }
+  static Vec load(const int8_t* p) {  // int8 K/V: widened exactly; the caller applies the entry scales
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
+  static Vec load(const int8_t* p, Tail tail) {
+    int8_t lanes[kLanes] = {};  // nor an 8-bit one
+    for (int i = 0; i < kLanes; ++i)
+      if (tail >> i & 1) lanes[i] = p[i];
+    return load(lanes);
+  }
   static void store(float* p, Vec v) { _mm512_storeu_ps(p, v); }
   static void store(float* p, Vec v, Tail tail) { _mm512_mask_storeu_ps(p, tail, v); }
 };
@@ -111,6 +121,15 @@ struct V16 {
     for (int64_t i = 0; i < tail.left; ++i) lanes[i] = p[i];
     return load(lanes);
   }
+  static Vec load(const int8_t* p) {
+    const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return {_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bits)), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(bits, 8)))};
+  }
+  static Vec load(const int8_t* p, Tail tail) {
+    int8_t lanes[kLanes] = {};
+    for (int64_t i = 0; i < tail.left; ++i) lanes[i] = p[i];
+    return load(lanes);
+  }
   static void store(float* p, Vec v) { store16(p, v, kLanes); }
   static void store(float* p, Vec v, Tail tail) {
     _mm256_maskstore_ps(p, tail.lo, v.lo);
@@ -136,16 +155,31 @@ void store_entries(const torch::Tensor& cache, const torch::Tensor& entries, con
     }
 }
 
-bool stored_as_float(const torch::Tensor& cache) { return cache.scalar_type() == torch::kFloat32; }
-
-// The per-tensor halves of cache_attention_kernel_applies. AVX2 takes bfloat16 caches only: float32 K/V keep
-// LibTorch's products there, so a float32 stream's results on such a CPU do not change with these kernels.
+// The per-tensor halves of cache_attention_kernel_applies. AVX2 takes bfloat16 and int8 caches only: float32
+// K/V keep LibTorch's products there, so a float32 stream's results on such a CPU do not change with these kernels.
 bool kernel_reads(const torch::Tensor& cache) {
   const auto dtype = cache.scalar_type();
-  const bool isa = cpu_has_avx512f() || (cpu_has_avx2_fma() && dtype == torch::kBFloat16);
-  return isa && cache.dim() == 4 && cache.device().is_cpu() && (dtype == torch::kFloat32 || dtype == torch::kBFloat16) &&
+  const bool narrow = dtype == torch::kBFloat16 || dtype == torch::kChar;
+  const bool isa = cpu_has_avx512f() || (cpu_has_avx2_fma() && narrow);
+  return isa && cache.dim() == 4 && cache.device().is_cpu() && (dtype == torch::kFloat32 || narrow) &&
          cache.size(3) % kLanes == 0 && cache.size(3) <= kMaxChunks * kLanes;
 }
+
+// Runs fn.template operator()<T>() with T the C++ type of the cache's dtype (float, BFloat16 or int8_t).
+template <typename Fn>
+void with_element_type(const torch::Tensor& cache, const Fn& fn) {
+  switch (cache.scalar_type()) {
+    case torch::kFloat32: return fn(float{});
+    case torch::kBFloat16: return fn(BFloat16{});
+    case torch::kChar: return fn(int8_t{});
+    default: SINKLM_ASSERT(false, "cache dtype ", cache.scalar_type(), " passed kernel_reads");
+  }
+}
+// int8 entries are multiplied as float32 (their scales are the caller's); the others in their own dtype.
+torch::ScalarType product_dtype(const torch::Tensor& cache) {
+  return cache.scalar_type() == torch::kChar ? torch::kFloat32 : cache.scalar_type();
+}
+
 bool kernel_reads_keys(const torch::Tensor& keys) { return kernel_reads(keys) && keys.stride(2) == 1; }
 bool kernel_reads_values(const torch::Tensor& values) { return kernel_reads(values) && values.stride(3) == 1; }
 
@@ -168,22 +202,21 @@ void store_cache_entries(const torch::Tensor& keys, const torch::Tensor& values,
     return;
   }
   const auto r = rows.contiguous(), c = columns.contiguous();  // int64 on the CPU, as the caches
-  if (stored_as_float(keys)) {
-    store_entries<float>(keys, new_keys, r.data_ptr<int64_t>(), c.data_ptr<int64_t>());
-    store_entries<float>(values, new_values, r.data_ptr<int64_t>(), c.data_ptr<int64_t>());
-  } else {
-    store_entries<BFloat16>(keys, new_keys, r.data_ptr<int64_t>(), c.data_ptr<int64_t>());
-    store_entries<BFloat16>(values, new_values, r.data_ptr<int64_t>(), c.data_ptr<int64_t>());
-  }
+  with_element_type(keys, [&](auto element) {
+    using T = decltype(element);
+    store_entries<T>(keys, new_keys, r.data_ptr<int64_t>(), c.data_ptr<int64_t>());
+    store_entries<T>(values, new_values, r.data_ptr<int64_t>(), c.data_ptr<int64_t>());
+  });
 }
 
 torch::Tensor cached_key_scores(const torch::Tensor& queries, const torch::Tensor& keys, int64_t split) {
   SINKLM_ASSERT(keys.dim() == 4 && queries.dim() == 4 && queries.size(2) <= 2, "queries ", queries.sizes(),
                 ", keys ", keys.sizes());
   const int64_t r = queries.size(2);
-  if (!kernel_reads_keys(keys)) {  // LibTorch: products in the storage dtype
-    const auto q = queries.to(keys.scalar_type());
-    const auto keys_t = keys.transpose(2, 3);  // [m, H, D, width]
+  if (!kernel_reads_keys(keys)) {  // LibTorch: products in the storage dtype (int8: float32)
+    const auto dtype = product_dtype(keys);
+    const auto q = queries.to(dtype);
+    const auto keys_t = keys.transpose(2, 3).to(dtype);  // [m, H, D, width]
     const int64_t width = keys.size(2);
     auto scores = r == 1 ? torch::matmul(q, keys_t)
                          : torch::cat({torch::matmul(q.narrow(2, 1, 1), keys_t.narrow(3, 0, split)),
@@ -194,24 +227,36 @@ torch::Tensor cached_key_scores(const torch::Tensor& queries, const torch::Tenso
   auto scores = torch::empty({keys.size(0), keys.size(1), 1, keys.size(2)}, q.options());  // [m, H, 1, width]
   const float* query = q.data_ptr<float>();
   float* out = scores.data_ptr<float>();
-  if (!cpu_has_avx512f()) avx2::score_all<BFloat16>(keys, query, r, split, out);  // kernel_reads: bfloat16
-  else if (stored_as_float(keys)) avx512::score_all<float>(keys, query, r, split, out);
-  else avx512::score_all<BFloat16>(keys, query, r, split, out);
+  with_element_type(keys, [&](auto element) {
+    using T = decltype(element);
+    if (!cpu_has_avx512f()) {
+      if constexpr (!std::is_same_v<T, float>) avx2::score_all<T>(keys, query, r, split, out);  // kernel_reads: not float32
+    } else {
+      avx512::score_all<T>(keys, query, r, split, out);
+    }
+  });
   return scores;
 }
 
 torch::Tensor cached_value_mix(const torch::Tensor& probs, const torch::Tensor& values) {
   SINKLM_ASSERT(values.dim() == 4 && probs.size(-1) == values.size(2), "probs ", probs.sizes(), ", values ",
                 values.sizes());
-  if (!kernel_reads_values(values))  // LibTorch: products in the storage dtype
-    return torch::matmul(probs.to(values.scalar_type()), values).to(torch::kFloat32);
+  if (!kernel_reads_values(values)) {  // LibTorch: products in the storage dtype (int8: float32)
+    const auto dtype = product_dtype(values);
+    return torch::matmul(probs.to(dtype), values.to(dtype)).to(torch::kFloat32);
+  }
   auto p = probs.to(torch::kFloat32).contiguous();                                            // [m, H, 1, width]
   auto out = torch::empty({values.size(0), values.size(1), 1, values.size(3)}, p.options());  // [m, H, 1, D]
   const float* probs_in = p.data_ptr<float>();
   float* mixed = out.data_ptr<float>();
-  if (!cpu_has_avx512f()) avx2::mix_all<BFloat16>(values, probs_in, mixed);  // kernel_reads: bfloat16
-  else if (stored_as_float(values)) avx512::mix_all<float>(values, probs_in, mixed);
-  else avx512::mix_all<BFloat16>(values, probs_in, mixed);
+  with_element_type(values, [&](auto element) {
+    using T = decltype(element);
+    if (!cpu_has_avx512f()) {
+      if constexpr (!std::is_same_v<T, float>) avx2::mix_all<T>(values, probs_in, mixed);  // kernel_reads: not float32
+    } else {
+      avx512::mix_all<T>(values, probs_in, mixed);
+    }
+  });
   return out;
 }
 

@@ -13,15 +13,16 @@
 
 namespace sinklm {
 
-// Whether the kernels take these caches ([m, H, width, D] on the CPU, float32 or bfloat16 (read as float32:
-// products and sums in float32); keys stored transposed, i.e. entries contiguous, as decode/cache/kv_pool.h lays
-// them out; values with rows of D contiguous), with D a multiple of 16 up to 128, on an AVX-512F CPU or, for
-// bfloat16, an AVX2 one with FMA.
+// Whether the kernels take these caches ([m, H, width, D] on the CPU, float32, bfloat16 or int8 (read as
+// float32: products and sums in float32; int8 entries are read as their integers, and the caller multiplies
+// scores and probabilities by the entry scales, decode/cache/kv_format.h); keys stored transposed, i.e. entries
+// contiguous, as decode/cache/kv_pool.h lays them out; values with rows of D contiguous), with D a multiple of 16
+// up to 128, on an AVX-512F CPU or, for bfloat16 and int8, an AVX2 one with FMA.
 bool cache_attention_kernel_applies(const torch::Tensor& keys, const torch::Tensor& values);
 
 // Writes entry i of new_keys and new_values ([n, H, D] float32) into keys and values (as above) at
 // [rows[i], :, columns[i]] (rows, columns: [n] int64 on the caches' device; bfloat16: rounded to nearest even,
-// as .to() rounds): index_put_, which the kernel path does without its per-call indexing machinery.
+// as .to() rounds; int8: the entries are already integers, quantize_kv): index_put_, which the kernel path does without its per-call indexing machinery.
 void store_cache_entries(const torch::Tensor& keys, const torch::Tensor& values, const torch::Tensor& rows,
                          const torch::Tensor& columns, const torch::Tensor& new_keys, const torch::Tensor& new_values);
 

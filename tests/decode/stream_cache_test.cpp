@@ -114,7 +114,7 @@ TEST(CachedDecoder, Bf16KvStorageIsCloseToFloat32AndBatchesTheSame) {
   CacheOptions o;
   o.window = 16;
   std::shared_ptr<const KvCachePolicy> fp32 = make_cache_policy(o, c);
-  o.kv_dtype = torch::kBFloat16;
+  o.kv_format = KvFormat::Bf16;
   std::shared_ptr<const KvCachePolicy> bf16 = make_cache_policy(o, c);
   CachedDecoder decoder(model);
   DecoderStream a(fp32, PositionRule::Cache, KeyRotation::Relative, c, torch::kCPU);

@@ -144,17 +144,20 @@ TEST(HeadAwareCache, MemoryIsCountedPerHeadFromStorage) {
   auto model = random_tiny_model("none");
   const auto& c = model->config();
   CachedDecoder decoder(model);
-  for (auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+  for (auto format : {KvFormat::Fp32, KvFormat::Bf16, KvFormat::Int8}) {
     CacheOptions o = heads_options();
-    o.kv_dtype = dtype;
+    o.kv_format = format;
     std::shared_ptr<const KvCachePolicy> policy = make_cache_policy(o, c);
     DecoderStream stream(policy, PositionRule::Cache, KeyRotation::Relative, c, torch::kCPU);
     stream_logits(decoder, stream, random_token_ids(80, c.tokenizer_vocab_size, 4), 16);
-    // Layer 0: 2 heads x 30 + 2 x 12 entries; layer 1: 1 x 30 + 3 x 12; keys and values, D = 8.
-    const int64_t element = dtype == torch::kFloat32 ? 4 : 2, expected = (84 + 66) * 8 * 2 * element;
-    EXPECT_EQ(stream.kv_bytes(), expected);
-    EXPECT_EQ(kv_bytes_per_stream(*policy, c, 80), expected);
-    EXPECT_EQ(kv_memory_json(*policy, c)["kv_bytes_per_layer"], nlohmann::json({84 * 16 * element, 66 * 16 * element}));
+    // Layer 0: 2 heads x 30 + 2 x 12 entries; layer 1: 1 x 30 + 3 x 12; keys and values, D = 8. int8: 8
+    // bytes and a 2-byte scale an entry, and each of the 4 heads' 2 sinks kept exact beside it (32 bytes).
+    const int64_t entry = format == KvFormat::Fp32 ? 32 : format == KvFormat::Bf16 ? 16 : 10;
+    const int64_t sinks = format == KvFormat::Int8 ? 4 * kSinks * 32 : 0;
+    const int64_t layer0 = 2 * (84 * entry + sinks), layer1 = 2 * (66 * entry + sinks);
+    EXPECT_EQ(stream.kv_bytes(), layer0 + layer1) << kv_format_name(format);
+    EXPECT_EQ(kv_bytes_per_stream(*policy, c, 80), layer0 + layer1);
+    EXPECT_EQ(kv_memory_json(*policy, c)["kv_bytes_per_layer"], nlohmann::json({layer0, layer1}));
     EXPECT_EQ(stream.entries(), kRetrieval);
   }
 }

@@ -1,0 +1,27 @@
+// Decode attention over a run of stored streams (a KvLayer [m, ...], decode/cache/kv_pool.h), in any K/V format
+// (decode/cache/kv_format.h): the new entries stored, the scores against every cached key and the mix of the
+// cached values, each reading the entries in place through model/kernels/cache_attention_kernel.h. For int8
+// the kernels multiply by the entries' integers and these functions apply the scales to the [m, H, 1, width]
+// scores and probabilities, a pass over 4 bytes an entry beside the D bytes the kernels read; the sink
+// columns (int8: kept exact) are scored and mixed from their float32 copies instead.
+#pragma once
+#include <torch/types.h>
+
+#include "decode/cache/kv_format.h"
+#include "decode/cache/kv_pool.h"
+
+namespace sinklm {
+
+// Stores entry i of new_keys and new_values ([n, H, D] float32) at [rows[i], :, columns[i]] of the run, in its
+// format; an entry at a column below `sinks` (a sink slot) goes to the exact copy where the format keeps one.
+void store_decode_entries(KvFormat format, const KvLayer& run, const torch::Tensor& rows, const torch::Tensor& columns,
+                          int64_t sinks, const torch::Tensor& new_keys, const torch::Tensor& new_values);
+
+// queries [m, H, r, D] as cached_key_scores takes them (the first `sinks` columns against row r - 1) ->
+// float32 scores [m, H, 1, S + capacity].
+torch::Tensor stored_key_scores(KvFormat format, const KvLayer& run, const torch::Tensor& queries, int64_t sinks);
+
+// probs [m, H, 1, S + capacity] float32 -> [m, H, 1, D] float32: sum_j probs[j] · value j.
+torch::Tensor stored_value_mix(KvFormat format, const KvLayer& run, const torch::Tensor& probs, int64_t sinks);
+
+}  // namespace sinklm
