@@ -32,8 +32,8 @@ torch::Tensor kv_keys_zeros(std::vector<int64_t> shape, const torch::TensorOptio
 struct KvLayer {
   torch::Tensor keys, values;              // [lead.., H, S + capacity, D] in kv_storage_dtype; keys transposed
   torch::Tensor key_scales, value_scales;  // quantised formats: [lead.., H, S + capacity] float16
-  torch::Tensor sink_keys, sink_values;    // int8 (sinks exact): [lead.., H, S, D] float32; the int8 sink columns
-                                           // then stay unused (scale 0)
+  torch::Tensor sink_keys, sink_values;    // int8 (sinks exact): [lead.., H, S, D] float32; attention then
+                                           // ignores the int8 sink columns
 
   // A layer of `format` with `entries` = S + capacity columns, all zero.
   static KvLayer zeros(KvFormat format, std::vector<int64_t> lead, int64_t heads, int64_t sinks, int64_t entries,

@@ -44,12 +44,15 @@ std::unique_ptr<DecoderStream> read_one(const std::string& dir, KeyRotation rota
   auto policy = make_cache_policy(cache_options_from_json(state, dir + "/state.json"), model, dir + "/state.json");
   CacheSnapshot snapshot;
   snapshot.stream_length = state.at("stream_length").get<int64_t>();
+  snapshot.format = policy->kv_format();  // state.json's kv_dtype: the format of the cache kv.pt was taken from
   if (!policy->recomputes()) {
     const std::string kv = dir + "/kv.pt";
     if (sha256_file(kv) != state.at("kv_sha256").get<std::string>()) fail(kv, ": sha256 differs from state.json");
     std::vector<torch::Tensor> tensors;
     torch::load(tensors, kv);
     const size_t layers = tensors.size() / 2;
+    for (const auto& t : tensors)
+      if (t.scalar_type() != torch::kFloat32) fail(kv, ": holds ", t.scalar_type(), " tensors, snapshots are float32");
     snapshot.keys.assign(tensors.begin(), tensors.begin() + layers);
     snapshot.values.assign(tensors.begin() + layers, tensors.end());
   }

@@ -5,14 +5,17 @@
 // into a staging directory, fsync'ed and renamed into place (core/files/atomic_dir.h), so a crash mid-snapshot
 // leaves the previous snapshots as they were (and a `snapshot-<L>.tmp-<pid>` directory that is ignored and
 // removed at the next start).
-//   state.json  {"format": 1, "cache", "window", "sinks", "positions", "kv_dtype" ("fp32" | "bf16", the
-//                cache's storage; absent = fp32), "stream_length", "held_tokens", "kv_sha256"}
+//   state.json  {"format": 1, "cache", "window", "sinks", "positions", "kv_dtype" ("fp32" | "bf16" | "int8" |
+//                "int8-all", the cache's storage, decode/cache/kv_format.h; absent = fp32), "stream_length",
+//                "held_tokens", "kv_sha256"}
 //                (held_tokens: the ids at the held positions, sinks then the recent run; the policy fields
 //                are decode/cache/kv_cache_policy.h's cache_policy_json, for `heads` also "retrieval_window" and
 //                "head_policy", the head-policy file's fields, so a session never needs that file again)
 //   kv.pt       torch::save of a list of tensors: the keys of every layer, then the values, each [H, N, D]
 //               float32 in cache order with keys un-rotated (CacheSnapshot; `heads`: one per layer and head
-//               group, [H_g, N_g, D]); absent for recompute caches
+//               group, [H_g, N_g, D]); absent for recompute caches. Whatever the format: the entries are what
+//               the cache read back (bf16 and int8 ones exactly representable), and restored at the same
+//               positions an int8 cache quantises them back to the bytes it held (tested), its sinks exact.
 // A snapshot that fails to parse, to load or its sha256 is corrupt: the reader falls back to the next older.
 #pragma once
 #include <cstdint>

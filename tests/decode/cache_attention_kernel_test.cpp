@@ -24,25 +24,28 @@ struct Run {
 Run random_run(int64_t m, int64_t H, int64_t width, int64_t D, torch::ScalarType dtype = torch::kFloat32) {
   auto keys = kv_keys_zeros({m + 2, H, width, D}, dtype);
   auto values = torch::zeros({m + 2, H, width, D}, dtype);
-  keys.copy_(torch::randn(keys.sizes()));
-  values.copy_(torch::randn(values.sizes()));
+  const auto fill = [&](const torch::IntArrayRef sizes) {  // int8: the integers the kernels read
+    return dtype == torch::kChar ? torch::randint(-127, 128, sizes) : torch::randn(sizes);
+  };
+  keys.copy_(fill(keys.sizes()));
+  values.copy_(fill(values.sizes()));
   return {keys.narrow(0, 1, m), values.narrow(0, 1, m)};
 }
 
-// Float32 and bfloat16 storage; the reference multiplies the stored values in float32, as the kernel does.
-// AVX-512F runs both dtypes, AVX2 bfloat16 only (SINKLM_CPU_ISA=avx2 runs this test that way on an AVX-512 CPU:
+// Float32, bfloat16 and int8 storage; the reference multiplies the stored values in float32, as the kernel
+// does. AVX-512F runs every dtype, AVX2 bfloat16 and int8 only (SINKLM_CPU_ISA=avx2 runs this test that way on an AVX-512 CPU:
 // ctest's test_decode_avx2).
 TEST(CacheAttentionKernel, ScoresAndMixEqualMatmulOnThePoolLayout) {
   if (!cpu_has_avx512f() && !cpu_has_avx2_fma()) GTEST_SKIP() << "no AVX-512F or AVX2: decode attention uses torch::matmul";
   torch::manual_seed(0);
-  for (auto dtype : {torch::kFloat32, torch::kBFloat16})
+  for (auto dtype : {torch::kFloat32, torch::kBFloat16, torch::kChar})
     for (int64_t D : {16, 32, 64, 128})
       for (int64_t width : {1, 15, 16, 17, 95, 96, 97, 100, 256, 260, 300, 1024}) {  // register tiles, rows beyond
         const int64_t m = 3, H = 2, split = std::min<int64_t>(4, width);
         const std::string what = std::string(c10::toString(dtype)) + " D " + std::to_string(D) + " width " +
                                  std::to_string(width);
         auto run = random_run(m, H, width, D, dtype);
-        const bool kernel = cpu_has_avx512f() || dtype == torch::kBFloat16;
+        const bool kernel = cpu_has_avx512f() || dtype != torch::kFloat32;
         ASSERT_EQ(cache_attention_kernel_applies(run.keys, run.values), kernel) << what;
         auto keys_t = run.keys.to(torch::kFloat32).transpose(2, 3);  // [m, H, D, width]
         auto values = run.values.to(torch::kFloat32);
@@ -60,12 +63,15 @@ TEST(CacheAttentionKernel, ScoresAndMixEqualMatmulOnThePoolLayout) {
 
 TEST(CacheAttentionKernel, StoreEqualsIndexPut) {
   torch::manual_seed(1);
-  for (auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+  for (auto dtype : {torch::kFloat32, torch::kBFloat16, torch::kChar}) {
     auto run = random_run(4, 3, 20, 32, dtype), reference = random_run(4, 3, 20, 32, dtype);
     reference.keys.copy_(run.keys);
     reference.values.copy_(run.values);
     const auto r = torch::tensor({0, 2, 3}, torch::kInt64), c = torch::tensor({5, 0, 19}, torch::kInt64);
-    auto k = torch::randn({3, 3, 32}), v = torch::randn({3, 3, 32});
+    const auto entries = [&] {  // int8 entries arrive as integers (quantize_kv)
+      return dtype == torch::kChar ? torch::randint(-127, 128, {3, 3, 32}) : torch::randn({3, 3, 32});
+    };
+    auto k = entries(), v = entries();
     store_cache_entries(run.keys, run.values, r, c, k, v);
     using torch::indexing::Slice;
     reference.keys.index_put_({r, Slice(), c}, k.to(dtype));

@@ -130,6 +130,97 @@ TEST(CachedDecoder, Bf16KvStorageIsCloseToFloat32AndBatchesTheSame) {
   EXPECT_GT(batched_tokens, 0);
 }
 
+// int8 K/V (decode/cache/kv_format.h) on a sink-token model whose heads are wide enough (D = 16) for the decode
+// kernels: logits close to float32 storage; the sink slot bit-exact (the float32 cache's own entry) through
+// eviction, a snapshot and a restore, where int8-all quantises it; a restored cache holds the same bytes and
+// decodes the same logits; batched decode equals stream by stream.
+TEST(CachedDecoder, Int8KvKeepsTheSinkExactThroughEvictionSnapshotAndRestore) {
+  auto model = random_tiny_model("token", {"model.rotary_base=300", "model.hidden_size=64", "model.num_heads=4"});
+  const auto& c = model->config();
+  ASSERT_EQ(c.head_dim(), 16);
+  CachedDecoder decoder(model);
+  const auto policy = [&](KvFormat format) {
+    CacheOptions o;
+    o.window = 16;
+    o.kv_format = format;
+    return std::shared_ptr<const KvCachePolicy>(make_cache_policy(o, c));
+  };
+  const auto fp32 = policy(KvFormat::Fp32), int8 = policy(KvFormat::Int8), int8_all = policy(KvFormat::Int8All);
+  ASSERT_EQ(int8->sinks(), 1);
+  const auto ids = with_sink_tokens(c, random_token_ids(60, c.tokenizer_vocab_size, 5));
+  DecoderStream a(fp32, PositionRule::Cache, KeyRotation::Relative, c, torch::kCPU);
+  DecoderStream b(int8, PositionRule::Cache, KeyRotation::Relative, c, torch::kCPU);
+  DecoderStream d(int8_all, PositionRule::Cache, KeyRotation::Relative, c, torch::kCPU);
+  const auto la = stream_logits(decoder, a, ids, 7), lb = stream_logits(decoder, b, ids, 7);
+  const double error = relative_error(lb, la), error_all = relative_error(stream_logits(decoder, d, ids, 7), la);
+  EXPECT_GT(error, 0) << "int8 storage changed nothing: is it stored in int8?";
+  EXPECT_LE(error, 0.05);
+  EXPECT_LE(error_all, 0.05);
+  // Keys and values of every layer and head: 16 entries of 64 bytes (float32, D = 16), or 18 (int8 and the
+  // float16 scale) and the sink's exact 64 beside them.
+  const int64_t heads = 2 * c.num_layers * c.num_heads;
+  EXPECT_EQ(a.kv_bytes(), heads * 16 * 64);
+  EXPECT_EQ(b.kv_bytes(), heads * (16 * 18 + 64));
+  EXPECT_EQ(d.kv_bytes(), heads * 16 * 18);
+
+  const auto sa = a.snapshot(), sb = b.snapshot(), sd = d.snapshot();
+  EXPECT_EQ(sb.format, KvFormat::Int8);
+  bool all_exact = true;
+  for (int64_t l = 0; l < c.num_layers; ++l) {  // entry 0 is the sink, at position 0 (no rotation to undo)
+    EXPECT_TRUE(torch::equal(sb.keys[l].narrow(1, 0, 1), sa.keys[l].narrow(1, 0, 1))) << "layer " << l;
+    EXPECT_TRUE(torch::equal(sb.values[l].narrow(1, 0, 1), sa.values[l].narrow(1, 0, 1))) << "layer " << l;
+    all_exact = all_exact && torch::equal(sd.values[l].narrow(1, 0, 1), sa.values[l].narrow(1, 0, 1));
+  }
+  EXPECT_FALSE(all_exact) << "int8-all left the sink exact: the ablation would measure nothing";
+
+  std::vector<int64_t> held(b.held_tokens().begin(), b.held_tokens().end());
+  DecoderStream restored(int8, PositionRule::Cache, KeyRotation::Relative, c, torch::kCPU, sb, held);
+  const auto again = restored.snapshot();
+  for (size_t i = 0; i < sb.keys.size(); ++i) {
+    EXPECT_TRUE(torch::equal(again.keys[i], sb.keys[i])) << "layer " << i;
+    EXPECT_TRUE(torch::equal(again.values[i], sb.values[i])) << "layer " << i;
+  }
+  const auto next = random_token_ids(20, c.tokenizer_vocab_size, 9);
+  EXPECT_TRUE(torch::equal(stream_logits(decoder, restored, next, 1), stream_logits(decoder, b, next, 1)));
+
+  int64_t batched_tokens = 0;
+  EXPECT_LE(batched_against_alone(model, int8, PositionRule::Cache, 4, 20, &batched_tokens), 1e-2);
+  EXPECT_GT(batched_tokens, 0);
+}
+
+// What int8 K/V refuses, naming it: a cache with no sink slot to keep exact, recompute (no K/V), and a
+// snapshot of another format.
+TEST(CachedDecoder, Int8KvRefusesCachesWithoutSinksAndSnapshotsOfAnotherFormat) {
+  auto model = random_tiny_model("token");
+  const auto& c = model->config();
+  CacheOptions o;
+  o.window = 16;
+  o.kv_format = KvFormat::Int8;
+  for (const std::string name : {"window", "full"}) {
+    o.policy = name;
+    const auto error = user_error_of([&] { make_cache_policy(o, c, "--cache"); });
+    EXPECT_NE(error.find("keeps the sink slots exact"), std::string::npos) << name << ": " << error;
+    EXPECT_NE(error.find("int8-all"), std::string::npos) << error;
+  }
+  o.policy = "recompute";
+  EXPECT_NE(user_error_of([&] { make_cache_policy(o, c); }).find("recompute keeps no K/V"), std::string::npos);
+  o.policy = "window";
+  o.kv_format = KvFormat::Int8All;
+  EXPECT_NO_THROW(make_cache_policy(o, c));
+
+  o.policy = "sink_window";
+  o.kv_format = KvFormat::Fp32;
+  std::shared_ptr<const KvCachePolicy> fp32 = make_cache_policy(o, c);
+  o.kv_format = KvFormat::Int8;
+  std::shared_ptr<const KvCachePolicy> int8 = make_cache_policy(o, c);
+  CachedDecoder decoder(model);
+  DecoderStream stream(fp32, PositionRule::Cache, KeyRotation::Relative, c, torch::kCPU);
+  stream_logits(decoder, stream, random_token_ids(20, c.tokenizer_vocab_size, 3), 8);
+  const auto snapshot = stream.snapshot();
+  const auto error = user_error_of([&] { make_stream_cache(int8, PositionRule::Cache, KeyRotation::Relative, c, torch::kCPU, &snapshot); });
+  EXPECT_NE(error.find("holds fp32 K/V entries, this cache stores int8"), std::string::npos) << error;
+}
+
 // Control: once tokens are evicted the two position rules give different logits, so the tests above would
 // notice a cache that applied the wrong rule.
 TEST(StreamCache, PositionRuleChangesLogitsAfterEviction) {

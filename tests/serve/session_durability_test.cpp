@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "serve/sessions/session_snapshot.h"
 #include "serve/sessions/session_store.h"
@@ -129,6 +130,56 @@ TEST_P(RestoredSession, NextTokenLogitsEqualTheUninterruptedSession) {
     const auto got = converse(restarted, decoder, id, part(31, 60));
     EXPECT_LE(relative_error(got, expected), 1e-5) << GetParam() << ", damage: " << damage;
   }
+}
+
+// An int8 session (decode/cache/kv_format.h) saved and restored after a crash decodes exactly what the
+// uninterrupted session decodes: the same logits bit for bit, so the same greedy tokens. The snapshot names
+// its format, and its float32 entries quantise back to the bytes the cache held.
+TEST(RestoredInt8Session, DecodesTheSameTokensAsTheUninterruptedSession) {
+  auto model = random_tiny_model("token", {"model.hidden_size=64", "model.num_heads=4"});  // D = 16: the kernels
+  CachedDecoder decoder(model);
+  const auto& config = model->config();
+  StreamSettings settings;
+  settings.cache.window = 16;
+  settings.cache.kv_format = KvFormat::Int8;
+  SessionDurability durability;
+  durability.snapshot_every = 10;
+  const auto ids = random_token_ids(25, config.tokenizer_vocab_size, 5);
+  // Greedy decoding, one token a request: the tokens and the logits of each.
+  const auto greedy = [&](SessionStore& store, const std::string& id, int64_t first, int64_t count) {
+    std::vector<int64_t> tokens{first};
+    std::vector<torch::Tensor> logits;
+    for (int64_t i = 0; i < count; ++i) {
+      logits.push_back(converse(store, decoder, id, {tokens.back()}));
+      tokens.push_back(logits.back().argmax().item<int64_t>());
+    }
+    return std::make_pair(tokens, torch::stack(logits));
+  };
+  TempDir dir;
+  std::string id;
+  std::pair<std::vector<int64_t>, torch::Tensor> expected;
+  {
+    SessionStore live(dir.path, 4, 10, settings, config, torch::kCPU, durability);
+    id = live.create();
+    converse(live, decoder, id, std::vector<int64_t>(ids.begin(), ids.begin() + 12));  // snapshot at 12
+    converse(live, decoder, id, std::vector<int64_t>(ids.begin() + 12, ids.end()));     // snapshot at 25
+    fs::copy(dir.path, dir.path + "-crash", fs::copy_options::recursive);
+    expected = greedy(live, id, 7, 30);  // past the window: the ring wraps
+  }
+  fs::remove_all(dir.path);
+  fs::rename(dir.path + "-crash", dir.path);
+  std::ifstream state(dir.path + "/" + id + "/snapshot-000000000025/state.json");
+  EXPECT_EQ(nlohmann::json::parse(state)["kv_dtype"], "int8");
+  SessionStore restarted(dir.path, 4, 10, settings, config, torch::kCPU, durability);
+  {
+    auto session = restarted.acquire(id);
+    EXPECT_EQ(session->stream->length(), 25);
+    EXPECT_EQ(session->stream->policy().kv_format(), KvFormat::Int8);
+    restarted.release(session);
+  }
+  const auto got = greedy(restarted, id, 7, 30);
+  EXPECT_EQ(got.first, expected.first);
+  EXPECT_TRUE(torch::equal(got.second, expected.second)) << relative_error(got.second, expected.second);
 }
 
 INSTANTIATE_TEST_SUITE_P(EverySinkMode, RestoredSession, ::testing::ValuesIn(testing_support::sink_mode_names()));
