@@ -40,10 +40,11 @@ inline bool cpu_has_avx512_vnni() {
   return present;
 }
 
-// AVX2 with FMA: the bf16 and int8 few-row products on CPUs without those AVX-512 sets, and the decode
-// attention over bfloat16 K/V (model/kernels/cache_attention_kernel.h).
+// AVX2 with FMA (and F16C, which every such CPU has): the bf16 and int8 few-row products on CPUs without those
+// AVX-512 sets, and the decode attention over bfloat16 and int8 K/V (model/kernels/cache_attention_kernel.h).
 inline bool cpu_has_avx2_fma() {
-  static const bool present = isa_allowed(InstructionSet::Avx2) && SINKLM_CPU_HAS("avx2") && SINKLM_CPU_HAS("fma");
+  static const bool present = isa_allowed(InstructionSet::Avx2) && SINKLM_CPU_HAS("avx2") && SINKLM_CPU_HAS("fma") &&
+                              SINKLM_CPU_HAS("f16c");
   return present;
 }
 

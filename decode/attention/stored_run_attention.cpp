@@ -25,9 +25,7 @@ void store_decode_entries(KvFormat format, const KvLayer& run, const torch::Tens
 }
 
 torch::Tensor stored_key_scores(KvFormat format, const KvLayer& run, const torch::Tensor& queries, int64_t sinks) {
-  auto scores = cached_key_scores(queries, run.keys, sinks);  // [m, H, 1, width]
-  if (!kv_quantized(format)) return scores;
-  scores.mul_(run.key_scales.unsqueeze(2));
+  auto scores = cached_key_scores(queries, run.keys, sinks, run.key_scales);  // [m, H, 1, width]
   if (kv_sinks_exact(format) && sinks > 0) {
     const auto sink_query = queries.narrow(2, queries.size(2) - 1, 1).to(torch::kFloat32);  // [m, H, 1, D]
     scores.narrow(-1, 0, sinks).copy_(torch::matmul(sink_query, run.sink_keys.transpose(2, 3)));
@@ -36,11 +34,10 @@ torch::Tensor stored_key_scores(KvFormat format, const KvLayer& run, const torch
 }
 
 torch::Tensor stored_value_mix(KvFormat format, const KvLayer& run, const torch::Tensor& probs, int64_t sinks) {
-  if (!kv_quantized(format)) return cached_value_mix(probs, run.values);
-  auto scaled = probs * run.value_scales.unsqueeze(2);  // [m, H, 1, width] float32
-  if (!kv_sinks_exact(format) || sinks == 0) return cached_value_mix(scaled, run.values);
-  scaled.narrow(-1, 0, sinks).zero_();  // the int8 sink columns are unused: the exact copies stand in
-  return cached_value_mix(scaled, run.values) + torch::matmul(probs.narrow(-1, 0, sinks), run.sink_values);
+  if (!kv_sinks_exact(format) || sinks == 0) return cached_value_mix(probs, run.values, run.value_scales);
+  // The int8 sink columns are left out: their exact copies stand in.
+  return cached_value_mix(probs, run.values, run.value_scales, sinks) +
+         torch::matmul(probs.narrow(-1, 0, sinks), run.sink_values);
 }
 
 }  // namespace sinklm

@@ -1,9 +1,8 @@
 // Decode attention over a run of stored streams (a KvLayer [m, ...], decode/cache/kv_pool.h), in any K/V format
 // (decode/cache/kv_format.h): the new entries stored, the scores against every cached key and the mix of the
-// cached values, each reading the entries in place through model/kernels/cache_attention_kernel.h. For int8
-// the kernels multiply by the entries' integers and these functions apply the scales to the [m, H, 1, width]
-// scores and probabilities, a pass over 4 bytes an entry beside the D bytes the kernels read; the sink
-// columns (int8: kept exact) are scored and mixed from their float32 copies instead.
+// cached values, each reading the entries in place through model/kernels/cache_attention_kernel.h (int8: the
+// kernels multiply by the entries' integers and their float16 scales as they go). Under int8 the sink
+// columns are scored and mixed from their exact float32 copies instead.
 #pragma once
 #include <torch/types.h>
 

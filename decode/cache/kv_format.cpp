@@ -2,6 +2,9 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "core/error.h"
 
 namespace sinklm {
@@ -39,12 +42,25 @@ int64_t kv_sink_extra_bytes(KvFormat format, int64_t head_dim) {
 }
 
 std::pair<torch::Tensor, torch::Tensor> quantize_kv(const torch::Tensor& x) {
-  const auto x32 = x.to(torch::kFloat32);
-  // The float16 scale, then its float32 value: the one the reader multiplies by.
-  const auto scales = (x32.abs().amax(-1) / 127.0).to(kKvScaleDtype);  // [..., N]
-  const auto divisor = scales.to(torch::kFloat32).unsqueeze(-1);
-  const auto q = torch::where(divisor > 0, x32 / divisor, torch::zeros_like(x32)).round_().clamp_(-127, 127);
-  return {q.to(torch::kChar), scales};
+  // A loop per row, not LibTorch ops: decode quantises a few entries per layer and step, where a chain of
+  // small ops costs more than the arithmetic.
+  const auto x32 = x.to(torch::kCPU, torch::kFloat32).contiguous();
+  const int64_t D = x32.size(-1), rows = D == 0 ? 0 : x32.numel() / D;
+  auto q = torch::empty(x32.sizes(), x32.options().dtype(torch::kChar));
+  auto scales = torch::empty(x32.sizes().slice(0, x32.dim() - 1), x32.options().dtype(kKvScaleDtype));
+  const float* in = x32.data_ptr<float>();
+  int8_t* out = q.data_ptr<int8_t>();
+  c10::Half* scale = scales.data_ptr<c10::Half>();
+  for (int64_t r = 0; r < rows; ++r, in += D, out += D) {
+    float absmax = 0;
+    for (int64_t d = 0; d < D; ++d) absmax = std::max(absmax, std::fabs(in[d]));
+    // The float16 scale, then its float32 value: the one a reader multiplies by.
+    scale[r] = c10::Half(absmax / 127.0f);
+    const float divisor = static_cast<float>(scale[r]);
+    for (int64_t d = 0; d < D; ++d)  // nearest, ties to even
+      out[d] = divisor > 0 ? static_cast<int8_t>(std::clamp(std::nearbyint(in[d] / divisor), -127.0f, 127.0f)) : 0;
+  }
+  return {q.to(x.device()), scales.to(x.device())};
 }
 
 torch::Tensor dequantize_kv(const torch::Tensor& q, const torch::Tensor& scales) {

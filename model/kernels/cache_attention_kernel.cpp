@@ -2,12 +2,14 @@
 
 #include <ATen/Parallel.h>
 #include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
 #include <immintrin.h>
 
 #include <algorithm>
 #include <array>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "core/system/cpu_features.h"
 #include "core/error.h"
@@ -18,6 +20,7 @@ namespace sinklm {
 namespace {
 
 using c10::BFloat16;
+using c10::Half;
 constexpr int kMaxChunks = 8;  // D up to 128
 
 // Per (stream, head) pointers and strides into a [m, H, width, D] tensor of T.
@@ -31,6 +34,21 @@ struct CacheView {
 template <typename T>
 CacheView<T> view_of(const torch::Tensor& t) {
   return {static_cast<const T*>(t.data_ptr()), t.stride(0), t.stride(1), t.stride(2), t.stride(3)};
+}
+
+// Per (stream, head) pointers into int8 K/V's entry scales [m, H, width] (float16, entries contiguous); data
+// null for the other formats.
+struct ScaleView {
+  const Half* data = nullptr;
+  int64_t stream_stride = 0, head_stride = 0;
+  const Half* at(int64_t i, int64_t h) const { return data + i * stream_stride + h * head_stride; }
+};
+
+ScaleView scale_view(const torch::Tensor& scales) {
+  if (!scales.defined()) return {};
+  SINKLM_ASSERT(scales.scalar_type() == torch::kHalf && scales.dim() == 3 && scales.stride(2) == 1, "scales ",
+                scales.sizes(), " ", scales.scalar_type());
+  return {static_cast<const Half*>(scales.data_ptr()), scales.stride(0), scales.stride(1)};
 }
 
 // Runs body(i, h) for every (stream, head) pair, in parallel. A pair reads `elements` cached values; a task
@@ -72,11 +90,18 @@ struct V16 {
       if (tail >> i & 1) lanes[i] = p[i];
     return load(lanes);
   }
-  static Vec load(const int8_t* p) {  // int8 K/V: widened exactly; the caller applies the entry scales
+  static Vec load(const int8_t* p) {  // int8 K/V: widened exactly; the entry scales are applied apart
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
   }
   static Vec load(const int8_t* p, Tail tail) {
     int8_t lanes[kLanes] = {};  // nor an 8-bit one
+    for (int i = 0; i < kLanes; ++i)
+      if (tail >> i & 1) lanes[i] = p[i];
+    return load(lanes);
+  }
+  static Vec load(const Half* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static Vec load(const Half* p, Tail tail) {
+    Half lanes[kLanes] = {};
     for (int i = 0; i < kLanes; ++i)
       if (tail >> i & 1) lanes[i] = p[i];
     return load(lanes);
@@ -92,7 +117,7 @@ struct V16 {
 // all, not 32).
 namespace avx2 {
 #pragma GCC push_options
-#pragma GCC target("avx2,fma")
+#pragma GCC target("avx2,fma,f16c")
 struct V16 {
   using Vec = F32x16;
   struct Tail {
@@ -127,6 +152,15 @@ struct V16 {
   }
   static Vec load(const int8_t* p, Tail tail) {
     int8_t lanes[kLanes] = {};
+    for (int64_t i = 0; i < tail.left; ++i) lanes[i] = p[i];
+    return load(lanes);
+  }
+  static Vec load(const Half* p) {
+    const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    return {_mm256_cvtph_ps(_mm256_castsi256_si128(bits)), _mm256_cvtph_ps(_mm256_extracti128_si256(bits, 1))};
+  }
+  static Vec load(const Half* p, Tail tail) {
+    Half lanes[kLanes] = {};
     for (int64_t i = 0; i < tail.left; ++i) lanes[i] = p[i];
     return load(lanes);
   }
@@ -209,7 +243,8 @@ void store_cache_entries(const torch::Tensor& keys, const torch::Tensor& values,
   });
 }
 
-torch::Tensor cached_key_scores(const torch::Tensor& queries, const torch::Tensor& keys, int64_t split) {
+torch::Tensor cached_key_scores(const torch::Tensor& queries, const torch::Tensor& keys, int64_t split,
+                                const torch::Tensor& key_scales) {
   SINKLM_ASSERT(keys.dim() == 4 && queries.dim() == 4 && queries.size(2) <= 2, "queries ", queries.sizes(),
                 ", keys ", keys.sizes());
   const int64_t r = queries.size(2);
@@ -221,40 +256,47 @@ torch::Tensor cached_key_scores(const torch::Tensor& queries, const torch::Tenso
     auto scores = r == 1 ? torch::matmul(q, keys_t)
                          : torch::cat({torch::matmul(q.narrow(2, 1, 1), keys_t.narrow(3, 0, split)),
                                        torch::matmul(q.narrow(2, 0, 1), keys_t.narrow(3, split, width - split))}, -1);
-    return scores.to(torch::kFloat32);
+    scores = scores.to(torch::kFloat32);
+    return key_scales.defined() ? scores * key_scales.unsqueeze(2).to(torch::kFloat32) : scores;
   }
   auto q = queries.to(torch::kFloat32).contiguous();                                      // [m, H, r, D]
   auto scores = torch::empty({keys.size(0), keys.size(1), 1, keys.size(2)}, q.options());  // [m, H, 1, width]
   const float* query = q.data_ptr<float>();
   float* out = scores.data_ptr<float>();
+  const ScaleView scales = scale_view(key_scales);
   with_element_type(keys, [&](auto element) {
     using T = decltype(element);
     if (!cpu_has_avx512f()) {
-      if constexpr (!std::is_same_v<T, float>) avx2::score_all<T>(keys, query, r, split, out);  // kernel_reads: not float32
+      if constexpr (!std::is_same_v<T, float>) avx2::score_all<T>(keys, query, r, split, scales, out);  // not float32
     } else {
-      avx512::score_all<T>(keys, query, r, split, out);
+      avx512::score_all<T>(keys, query, r, split, scales, out);
     }
   });
   return scores;
 }
 
-torch::Tensor cached_value_mix(const torch::Tensor& probs, const torch::Tensor& values) {
+torch::Tensor cached_value_mix(const torch::Tensor& probs, const torch::Tensor& values, const torch::Tensor& value_scales,
+                               int64_t skip) {
   SINKLM_ASSERT(values.dim() == 4 && probs.size(-1) == values.size(2), "probs ", probs.sizes(), ", values ",
                 values.sizes());
   if (!kernel_reads_values(values)) {  // LibTorch: products in the storage dtype (int8: float32)
     const auto dtype = product_dtype(values);
-    return torch::matmul(probs.to(dtype), values.to(dtype)).to(torch::kFloat32);
+    auto p = value_scales.defined() ? probs * value_scales.unsqueeze(2).to(torch::kFloat32) : probs.clone();
+    p.narrow(-1, 0, skip).zero_();
+    return torch::matmul(p.to(dtype), values.to(dtype)).to(torch::kFloat32);
   }
   auto p = probs.to(torch::kFloat32).contiguous();                                            // [m, H, 1, width]
   auto out = torch::empty({values.size(0), values.size(1), 1, values.size(3)}, p.options());  // [m, H, 1, D]
   const float* probs_in = p.data_ptr<float>();
   float* mixed = out.data_ptr<float>();
+  const ScaleView scales = scale_view(value_scales);
+  SINKLM_ASSERT(skip == 0 || scales.data, "columns are left out of int8 values only");
   with_element_type(values, [&](auto element) {
     using T = decltype(element);
     if (!cpu_has_avx512f()) {
-      if constexpr (!std::is_same_v<T, float>) avx2::mix_all<T>(values, probs_in, mixed);  // kernel_reads: not float32
+      if constexpr (!std::is_same_v<T, float>) avx2::mix_all<T>(values, probs_in, scales, skip, mixed);  // not float32
     } else {
-      avx512::mix_all<T>(values, probs_in, mixed);
+      avx512::mix_all<T>(values, probs_in, scales, skip, mixed);
     }
   });
   return out;

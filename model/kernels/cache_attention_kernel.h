@@ -27,10 +27,15 @@ void store_cache_entries(const torch::Tensor& keys, const torch::Tensor& values,
                          const torch::Tensor& columns, const torch::Tensor& new_keys, const torch::Tensor& new_values);
 
 // queries [m, H, r, D] (r = 1; or r = 2 where the first `split` columns take query row 1 and the rest row 0),
-// keys [m, H, width, D] -> float32 scores [m, H, 1, width]: scores[i, h, 0, j] = <query, keys[i, h, j]>.
-torch::Tensor cached_key_scores(const torch::Tensor& queries, const torch::Tensor& keys, int64_t split);
+// keys [m, H, width, D] -> float32 scores [m, H, 1, width]: scores[i, h, 0, j] = <query, keys[i, h, j]>, times
+// key_scales[i, h, j] when given (int8 keys: [m, H, width] float16, entries contiguous).
+torch::Tensor cached_key_scores(const torch::Tensor& queries, const torch::Tensor& keys, int64_t split,
+                                const torch::Tensor& key_scales = {});
 
-// probs [m, H, 1, width], values [m, H, width, D] -> [m, H, 1, D]: sum_j probs[i, h, 0, j] values[i, h, j].
-torch::Tensor cached_value_mix(const torch::Tensor& probs, const torch::Tensor& values);
+// probs [m, H, 1, width], values [m, H, width, D] -> [m, H, 1, D]: sum_j probs[i, h, 0, j] values[i, h, j], each
+// probability times value_scales[i, h, j] when given (int8 values, as key_scales), and the first `skip` columns
+// left out (int8's exact sinks are mixed apart).
+torch::Tensor cached_value_mix(const torch::Tensor& probs, const torch::Tensor& values,
+                               const torch::Tensor& value_scales = {}, int64_t skip = 0);
 
 }  // namespace sinklm
