@@ -6,7 +6,10 @@
 (decode/cache/cache_options.h: resolve_cache_options), so on a tiny sink-token checkpoint each command:
   - refuses `--window 0` and `--retrieval-window 0` with the same message, naming the value;
   - refuses a retrieval window for a cache other than heads;
-  - takes `--window -1` (the default) as the trained length, and says so in what it prints.
+  - takes `--window -1` (the default) as the trained length, and says so in what it prints;
+  - refuses an unknown --kv-dtype, and int8 K/V for a cache with no sink slot to keep exact, naming them.
+`info` lists the bytes per stream and streams per GiB of every K/V format; `bench-decode --kv-dtype int8`
+reports its own.
 """
 import json
 import os
@@ -43,6 +46,9 @@ def main():
             ]
             if name != "analyze":  # analyze classifies heads: its cache is always the heads cache
                 cases.append((["--window", 32, "--retrieval-window", 64], "apply to the heads cache only, not sink_window"))
+                cases.append((["--window", 32, "--kv-dtype", "int4"], "--kv-dtype: unknown K/V format 'int4'"))
+                cases.append((["--cache", "window", "--window", 32, "--kv-dtype", "int8"],
+                              "keeps the sink slots exact in float32, but a window cache has none"))
             for flags, message in cases:
                 p = run_sinklm(*base, *flags, expect=None, timeout=120)
                 check(p.returncode != 0 and message in p.stderr, f"{name} {' '.join(map(str, flags))}: refused, \"{message}\"",
@@ -50,10 +56,20 @@ def main():
         # --window -1 (and no --window) is the trained length, for every command that reports its cache.
         info = json.loads(run_sinklm("info", ckpt, "--window", -1, "--json").stdout)
         check(info["kv_cache"]["config"] == f"1+{TRAINED - 1}", "info --window -1: the trained length", info["kv_cache"])
+        by_format = {row["kv_dtype"]: row for row in info["kv_cache"]["by_format"]}
+        check(sorted(by_format) == ["bf16", "fp32", "int8", "int8-all"] and
+              by_format["int8-all"]["kv_bytes_per_stream"] < by_format["int8"]["kv_bytes_per_stream"] <
+              0.6 * by_format["bf16"]["kv_bytes_per_stream"] and
+              by_format["fp32"]["streams_per_gib"] == (1 << 30) // by_format["fp32"]["kv_bytes_per_stream"],
+              "info: bytes and streams per GiB of every K/V format", by_format)
         stream = json.loads(run_sinklm(*commands["stream"], "--max-tokens", 200).stdout)
         check(stream["window"] == TRAINED, "stream without --window: the trained length", stream["window"])
         bench = json.loads(run_sinklm(*commands["bench-decode"]).stdout)
         check(bench["cache_size"] == TRAINED, "bench-decode without --window: the trained length", bench["cache_size"])
+        int8 = json.loads(run_sinklm(*commands["bench-decode"], "--kv-dtype", "int8").stdout)
+        check(int8["kv_dtype"] == "int8" and int8["kv_bytes_per_stream"] == by_format["int8"]["kv_bytes_per_stream"] and
+              int8["streams_per_gib"] == (1 << 30) // int8["kv_bytes_per_stream"],
+              "bench-decode --kv-dtype int8: its bytes (counted from storage, as info counts them) and streams per GiB", int8)
         run_sinklm(*commands["analyze"], "--window", 32, "--retrieval-heads", 2)
         with open(heads) as f:
             calibration = json.load(f)["calibration"]
