@@ -175,7 +175,7 @@ CacheOptions cache_options_from_json(const nlohmann::json& json, const std::stri
 int64_t kv_bytes_in_layer(const KvCachePolicy& policy, const ModelConfig& model, int64_t layer, int64_t stream_length) {
   // Keys and values: each held entry of each head, and each sink's exact copy where the format keeps one.
   const int64_t D = model.head_dim(), format_bytes = kv_entry_bytes(policy.kv_format(), D);
-  const int64_t sinks = policy.recomputes() ? 0 : std::min(policy.sinks(), stream_length) * model.num_heads;
+  const int64_t sinks = std::min(policy.sinks(), stream_length) * model.num_heads;  // recompute: fp32, no extra
   return 2 * (policy.head_entries_after(layer, stream_length, model.num_heads) * format_bytes +
               sinks * kv_sink_extra_bytes(policy.kv_format(), D));
 }

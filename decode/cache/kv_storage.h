@@ -29,8 +29,9 @@ struct CacheSnapshot {
   // layer and head group, [H_g, N_g, D] (KvCachePolicy::snapshot_shapes).
   std::vector<torch::Tensor> keys;
   std::vector<torch::Tensor> values;  // shaped as keys
-  // The format of the cache it was taken from: its entries are exactly what that format reads back, and a
-  // cache of another format refuses it (check_snapshot).
+  // The K/V format of the policy it was taken under (a relative cache's entries are exactly what that format
+  // reads back; the literal reference stores float32 whatever it is); a cache of another format refuses it
+  // (check_snapshot).
   KvFormat format = KvFormat::Fp32;
 };
 

@@ -281,8 +281,9 @@ torch::Tensor cached_value_mix(const torch::Tensor& probs, const torch::Tensor& 
                 values.sizes());
   if (!kernel_reads_values(values)) {  // LibTorch: products in the storage dtype (int8: float32)
     const auto dtype = product_dtype(values);
-    auto p = value_scales.defined() ? probs * value_scales.unsqueeze(2).to(torch::kFloat32) : probs.clone();
-    p.narrow(-1, 0, skip).zero_();
+    SINKLM_ASSERT(skip == 0 || value_scales.defined(), "columns are left out of int8 values only");
+    auto p = value_scales.defined() ? probs * value_scales.unsqueeze(2).to(torch::kFloat32) : probs;  // a new tensor
+    if (skip > 0) p.narrow(-1, 0, skip).zero_();
     return torch::matmul(p.to(dtype), values.to(dtype)).to(torch::kFloat32);
   }
   auto p = probs.to(torch::kFloat32).contiguous();                                            // [m, H, 1, width]
