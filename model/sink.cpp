@@ -241,20 +241,24 @@ torch::Tensor per_head(const torch::Tensor& t, int64_t rank) {
 
 }  // namespace
 
+torch::Tensor sink_column_logits(const SinkColumn& column, int64_t rank, torch::ScalarType dtype, const torch::Tensor& q) {
+  auto logits = per_head(column.logit.to(dtype), rank);  // [..., H, 1, 1]
+  if (!column.key.defined()) return logits;
+  SINKLM_ASSERT(q.defined() && q.dim() == rank, "a sink column with a key needs the queries");
+  const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+  auto key = per_head(column.key.to(dtype), rank);  // [..., H, 1, D]
+  return logits + (q.to(dtype) * key).sum(-1, /*keepdim=*/true) * scale;  // [..., H, Tq, 1]
+}
+
 torch::Tensor softmax_with_sink(const torch::Tensor& scores, const SinkColumn& column, const torch::Tensor& q) {
   if (column.normaliser) return column.normaliser(scores);
   if (!column.present()) return torch::softmax(scores, -1);
+  SINKLM_ASSERT(!column.key.defined() || (q.defined() && q.size(-2) == scores.size(-2)),
+                "a sink column with a key needs the queries, one per score row");
   // The sink addend of the denominator, written as one more column so the max-subtraction covers it too.
-  const int64_t rank = scores.dim();
   auto shape = scores.sizes().vec();
   shape.back() = 1;
-  auto logits = per_head(column.logit.to(scores.scalar_type()), rank).expand(shape);  // [..., H, Tq, 1]
-  if (column.key.defined()) {
-    SINKLM_ASSERT(q.defined() && q.size(-2) == scores.size(-2), "a sink column with a key needs the queries");
-    const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
-    auto key = per_head(column.key.to(scores.scalar_type()), rank);  // [..., H, 1, D]
-    logits = logits + (q.to(scores.scalar_type()) * key).sum(-1, /*keepdim=*/true) * scale;
-  }
+  auto logits = sink_column_logits(column, scores.dim(), scores.scalar_type(), q).expand(shape);  // [..., H, Tq, 1]
   return torch::softmax(torch::cat({scores, logits}, -1), -1).narrow(-1, 0, scores.size(-1));
 }
 

@@ -125,6 +125,10 @@ torch::Tensor sink_attention_mass(const ModelConfig& model, const torch::Tensor&
 // reference, decode/'s stream caches) calls this; the fast paths fold the same column into SDPA
 // (model/attention/attention.cpp) or into their own normaliser (model/kernels/packed_qkv_attention.cpp), tested equal to it.
 torch::Tensor softmax_with_sink(const torch::Tensor& scores, const SinkColumn& column, const torch::Tensor& q = {});
+// The column's logit for each query, broadcastable against scores of rank `rank` ([..., H, 1, 1], or
+// [..., H, Tq, 1] for a column with a key: b_h + q · key_h / sqrt(D), q [..., H, Tq, D] rotated as the scores' queries).
+torch::Tensor sink_column_logits(const SinkColumn& column, int64_t rank, torch::ScalarType dtype,
+                                 const torch::Tensor& q = {});
 // What the column's value adds to the output: (1 - sum_j p_ij) value_h, [..., H, Tq, D] float32, from the
 // probabilities softmax_with_sink returned; undefined when the column has no value.
 torch::Tensor sink_value_output(const torch::Tensor& probs, const SinkColumn& column);

@@ -10,19 +10,22 @@
 #include "model/io/weight_format.h"
 #include "model/sink.h"
 #include "decode/cache/kv_storage.h"
+#include "decode/attention/chunk_attention.h"
 #include "decode/attention/stored_run_attention.h"
 #include "decode/attention/stream_cache.h"
 
 namespace sinklm {
 namespace {
 
-// What every layer shares for one chunk: rotation tables and the visibility of each held key.
+// What every layer shares for one chunk: rotation tables and the stream position of each held key.
 struct ChunkPlan {
   int64_t first = 0, count = 0;   // stream positions [first, first + count)
   torch::Tensor cos, sin;         // [T, R] at the queries' stream positions (also the new keys')
   torch::Tensor sink_cos, sink_sin;  // [T, R] at the positions the queries take against the sinks
-  torch::Tensor bias;             // [T, sinks_held + ring_capacity + T]: 0 where visible, -inf elsewhere
-  int64_t sinks_held = 0, ring_capacity = 0;
+  // Stream positions (int64, CPU) of the sinks [sinks_held], the ring slots [capacity] (-1: empty), the chunk [T].
+  torch::Tensor sink_positions, ring_positions, chunk_positions;
+  WindowVisibility visibility;    // which of them each query sees (the policy's S and R)
+  int64_t sinks_held = 0;
   KvWrites writes;                // where the chunk's entries go (decode/cache/kv_storage.h)
 };
 
@@ -74,36 +77,13 @@ class RelativeStreamCache : public StoredStreamCache {
 
     auto [sink_k, sink_v] = storage_.sinks(layer, p.sinks_held);  // [H, sinks_held, D]
     auto [ring_k, ring_v] = storage_.ring(layer);                  // [H, capacity, D]
-    sink_k = sink_k.to(dt), sink_v = sink_v.to(dt), ring_k = ring_k.to(dt), ring_v = ring_v.to(dt);
-    // scores = bias + q · kᵀ / sqrt(D) over [sinks | ring | chunk], each product written into its columns of
-    // one buffer that starts as the mask (0 or -inf): no concatenation, no pass for the scale or the mask.
-    const int64_t capacity = ring_v.size(1);
-    auto scores = p.bias.expand({q.size(0), T, p.bias.size(1)})  // [H, T, sinks_held + capacity + T]
-                      .clone(torch::MemoryFormat::Contiguous);
-    const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
-    add_product(scores.narrow(-1, 0, p.sinks_held), q_sinks, sink_k.transpose(1, 2), scale);
-    add_product(scores.narrow(-1, p.sinks_held, capacity), q_recent, ring_k.transpose(1, 2), scale);
-    add_product(scores.narrow(-1, p.sinks_held + capacity, T), q_recent, k_new.transpose(1, 2), scale);
-    // A sink column's key meets the query where the literal reference puts it: at the sinks' position.
-    auto probs32 = softmax_with_sink(scores, sink, q_sinks);  // [H, T, sinks_held + capacity + T]
-    auto probs = probs32.to(dt);
-    // probs · [sink_v; ring_v; v] without concatenating the stored values (a copy of the whole cache).
-    auto out = torch::matmul(probs.narrow(-1, p.sinks_held + capacity, T), v_new).to(torch::kFloat32);  // [H, T, D]
-    if (auto from_sink = sink_value_output(probs32, sink); from_sink.defined()) out = out + from_sink;
-    if (p.sinks_held > 0) out = out + torch::matmul(probs.narrow(-1, 0, p.sinks_held), sink_v).to(torch::kFloat32);
-    if (capacity > 0) out = out + torch::matmul(probs.narrow(-1, p.sinks_held, capacity), ring_v).to(torch::kFloat32);
+    // [sinks | ring | chunk], who sees what following from the positions (decode/attention/chunk_attention.h).
+    auto out = chunk_attention({{q_sinks, sink_k.to(dt), sink_v.to(dt), p.sink_positions},
+                                {q_recent, ring_k.to(dt), ring_v.to(dt), p.ring_positions},
+                                {q_recent, k_new, v_new, p.chunk_positions}},
+                               p.visibility, sink, q_sinks);  // [H, T, D] float32
     storage_.write(layer, p.writes, k_rotated, v);
     return out;
-  }
-
-  // out [H, m, n] (float32, columns of a larger buffer) += alpha · a [H, m, k] · b [H, k, n], the product in
-  // a's dtype: float32 accumulates in place (baddbmm: no temporary, no extra pass), bf16 is widened first (the
-  // softmax runs in float32). For the scores (k = D, one block of the product) this gives exactly the values
-  // of out + alpha · (a · b).
-  static void add_product(torch::Tensor out, const torch::Tensor& a, const torch::Tensor& b, double alpha) {
-    if (out.numel() == 0 || a.size(-1) == 0) return;
-    if (a.scalar_type() == torch::kFloat32) torch::baddbmm_out(out, out, a, b, 1, alpha);
-    else out.add_(torch::matmul(a, b), alpha);
   }
 
   void advance(int64_t count) override {
@@ -134,26 +114,18 @@ class RelativeStreamCache : public StoredStreamCache {
     p.first = n;
     p.count = T;
     p.sinks_held = storage_.sinks_held(n);
-    p.ring_capacity = storage_.ring_capacity();
     const auto long_opts = torch::TensorOptions().dtype(torch::kInt64);
     auto query_pos = torch::arange(n, n + T, long_opts);  // [T]
     std::tie(p.cos, p.sin) = rotary_.cos_sin(query_pos.to(device_));
     auto cache_pos = query_pos.clamp_max(policy_->budget() - 1);  // = cache_position(t)
     std::tie(p.sink_cos, p.sink_sin) = rotary_.cos_sin(cache_pos.to(device_));
 
-    // Stream position of each key column: sinks, ring slots (-1 = empty), the chunk.
-    auto ring_pos = torch::full({p.ring_capacity}, -1, long_opts);
+    p.sink_positions = torch::arange(p.sinks_held, long_opts);
+    p.ring_positions = torch::full({storage_.ring_capacity()}, -1, long_opts);
     auto held_recent = torch::arange(n - storage_.ring_count(n), n, long_opts);
-    ring_pos.index_put_({storage_.ring_slots_of(held_recent)}, held_recent);
-    auto t = query_pos.unsqueeze(1);  // [T, 1]
-    auto ring_visible = ring_pos.ge(0).unsqueeze(0) & ring_pos.unsqueeze(0).gt(t - R);            // [T, cap]
-    auto chunk_pos = query_pos.unsqueeze(0);                                                       // [1, T]
-    auto chunk_visible = chunk_pos.le(t) & (chunk_pos.lt(S) | chunk_pos.gt(t - R));               // [T, T]
-    auto visible = torch::cat({torch::ones({T, p.sinks_held}, torch::kBool), ring_visible, chunk_visible}, 1);
-    p.bias = torch::zeros(visible.sizes(), torch::kFloat32)
-                 .masked_fill(visible.logical_not(), -std::numeric_limits<float>::infinity())
-                 .to(device_);
-
+    p.ring_positions.index_put_({storage_.ring_slots_of(held_recent)}, held_recent);
+    p.chunk_positions = query_pos;
+    p.visibility = {n, S, R};
     p.writes = storage_.plan_writes(n, T);
     return p;
   }
