@@ -23,6 +23,7 @@
 #include "model/attention/attention.h"
 #include "model/kernels/cache_attention_kernel.h"
 #include "model/kernels/few_row_matmul.h"
+#include "model/kernels/online_softmax_kernel.h"
 #include "model/kernels/packed_qkv_attention.h"
 #include "model/kernels/softmax_cross_entropy.h"
 #include "model/kernels/token_nll.h"
@@ -163,6 +164,42 @@ void check_token_nll(int64_t T, int64_t V) {
          median_ms([&] { reference(); }), median_ms([&] { token_nll(logits, targets); }));
 }
 
+
+// One key block of a prompt chunk's attention folded into the running softmax (reference: the same step in
+// LibTorch ops: the mask, the row max, exp, the sums and the rescale, each a pass over the block). Positions:
+// a ring filling up, half the block's slots empty.
+void check_online_softmax(int64_t H, int64_t T, int64_t N, torch::ScalarType dtype) {
+  if (!fold_score_block_kernel_applies(torch::zeros({1, 1, 1}, dtype))) return;  // AVX-512 without BW and VL
+  const WindowVisibility v{N / 2, 1, N};
+  auto positions = torch::arange(N, torch::kInt64);
+  positions.narrow(0, N / 2, N - N / 2).fill_(-1);
+  const auto scores = (torch::randn({H, T, N}) * 3).to(dtype);
+  const OnlineSoftmax start{torch::randn({H, T}), torch::rand({H, T}) + 1, torch::randn({H, T, 64})};
+  const float scale = 0.125f;
+  auto reference = [&] {
+    auto t = torch::arange(v.first_query, v.first_query + T, torch::kInt64).unsqueeze(1);
+    auto p = positions.unsqueeze(0);
+    auto hidden = (p.ge(0) & p.le(t) & (p.lt(v.sinks) | p.gt(t - v.recent))).logical_not();
+    auto x = (scores.to(torch::kFloat32) * scale).masked_fill(hidden, -INFINITY);
+    auto m = torch::maximum(start.max, std::get<0>(x.max(-1)));
+    auto probs = (x - m.unsqueeze(-1)).exp();
+    auto alpha = (start.max - m).exp();
+    return std::make_pair(probs.to(dtype), start.out * alpha.unsqueeze(-1));
+  };
+  const auto [probs, out] = reference();
+  auto folded = scores.clone();
+  OnlineSoftmax state{start.max.clone(), start.sum.clone(), start.out.clone()};
+  fold_score_block(folded, positions, v, scale, state);
+  const double tolerance = dtype == torch::kFloat32 ? 1e-5 : 1.0 / 128;  // a bfloat16 probability: one step
+  report(std::string("fold_score_block ") + c10::toString(dtype), str_shape({H, T, N}),
+         std::max(max_difference(folded, probs), max_difference(state.out, out)), tolerance,
+         median_ms([&] { reference(); }), median_ms([&] {
+           auto block = scores.clone();
+           OnlineSoftmax s{start.max.clone(), start.sum.clone(), start.out.clone()};
+           fold_score_block(block, positions, v, scale, s);
+         }));
+}
+
 }  // namespace
 }  // namespace sinklm
 
@@ -198,6 +235,8 @@ int main(int argc, char** argv) {
     check_packed_qkv_attention(2, 512, 12, 64, 16);  // pythia-160m's heads at 512 positions
     check_softmax_cross_entropy(256, 8192);  // a chunk of the demo's vocabulary
     check_token_nll(256, 50304);             // a prefill chunk of pythia's vocabulary
+    check_online_softmax(12, 256, 256, torch::kBFloat16);  // a key block of a pythia-160m prompt chunk
+    check_online_softmax(12, 256, 256, torch::kFloat32);
   } else {
     std::printf("(no AVX-512F: AVX2 runs the bf16 and int8 few-row tiles and bfloat16 decode attention; the other "
                 "kernels are LibTorch's ops here)\n");
