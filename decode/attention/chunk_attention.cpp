@@ -121,7 +121,8 @@ torch::Tensor chunk_attention(const std::vector<KeyRun>& runs, const WindowVisib
                               const SinkColumn& sink, const torch::Tensor& sink_queries) {
   const auto& q = shape_source(runs);
   // The fold writes probabilities in the products' dtype, so the blocked path needs a dtype the kernel takes.
-  if (sink.softmax() && fold_score_block_kernel_applies(q)) return blocked_chunk_attention(runs, visibility, sink, sink_queries);
+  if (sink.softmax() && fold_score_block_kernel_applies(q))
+    return blocked_chunk_attention(runs, visibility, sink, sink_queries);
   return chunk_attention_reference(runs, visibility, sink, sink_queries);
 }
 

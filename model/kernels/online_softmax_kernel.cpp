@@ -29,7 +29,8 @@ struct Row {
 };
 
 void check_block(const torch::Tensor& scores, const torch::Tensor& positions, const OnlineSoftmax& state) {
-  SINKLM_ASSERT(scores.dim() == 3 && scores.is_contiguous() && scores.device().is_cpu(), "scores must be [H, T, N] contiguous on the CPU");
+  SINKLM_ASSERT(scores.dim() == 3 && scores.is_contiguous() && scores.device().is_cpu(),
+                "scores must be [H, T, N] contiguous on the CPU");
   SINKLM_ASSERT(scores.scalar_type() == torch::kFloat32 || scores.scalar_type() == torch::kBFloat16, "scores ",
                 scores.scalar_type());
   SINKLM_ASSERT(positions.scalar_type() == torch::kInt64 && positions.is_contiguous() && positions.device().is_cpu() &&
@@ -58,6 +59,23 @@ void for_each_row(const torch::Tensor& scores, const torch::Tensor& positions, c
       fold(Row<T>{s + r * N, max + r, sum + r, out + r * D, visibility.first_query + r % T_rows}, N, pos, D);
   });
 }
+
+// The positions of a block: whether every slot holds one, and their least and greatest. A query that sees both
+// ends of a block with no empty slot sees all of it (the window is an interval, the sinks lie below it), which
+// spares most rows of a long prompt the per-column mask.
+struct PositionRange {
+  bool all_held = true;
+  int64_t least = 0, greatest = -1;
+  PositionRange(const int64_t* p, int64_t n) {
+    if (n == 0) return;
+    least = *std::min_element(p, p + n);
+    greatest = *std::max_element(p, p + n);
+    all_held = least >= 0;
+  }
+  bool sees_all(int64_t t, const WindowVisibility& v) const {
+    return all_held && greatest <= t && (least > t - v.recent || greatest < v.sinks);
+  }
+};
 
 template <typename T>
 void fold_row_reference(const Row<T>& row, int64_t N, const int64_t* pos, int64_t D, const WindowVisibility& v,
@@ -92,7 +110,8 @@ void store16(float* p, __mmask16 k, __m512 x) { _mm512_mask_storeu_ps(p, k, x); 
 void store16(BFloat16* p, __mmask16 k, __m512 x) {  // rounded to nearest even, as c10::BFloat16(float) rounds
   const __m512i bits = _mm512_castps_si512(x);
   const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
-  const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(bits, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7FFF))), 16);
+  const __m512i rounded =
+      _mm512_srli_epi32(_mm512_add_epi32(bits, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7FFF))), 16);
   _mm256_mask_storeu_epi16(p, k, _mm512_cvtepi32_epi16(rounded));
 }
 
@@ -112,11 +131,12 @@ __mmask16 visible16(const int64_t* pos, int64_t left, int64_t t, const WindowVis
 // The reference's two passes, 16 columns at a time; the row's masks are computed once (`masks`: N / 16 rounded up).
 template <typename T>
 void fold_row_avx512(const Row<T>& row, int64_t N, const int64_t* pos, int64_t D, const WindowVisibility& v,
-                     float scale, __mmask16* masks) {
+                     const PositionRange& range, float scale, __mmask16* masks) {
+  const bool sees_all = range.sees_all(row.t, v);
   const __m512 s = _mm512_set1_ps(scale);
   __m512 mx = _mm512_set1_ps(kMinusInfinity);
   for (int64_t j = 0; j < N; j += kLanes) {
-    const __mmask16 k = masks[j / kLanes] = visible16(pos + j, N - j, row.t, v);
+    const __mmask16 k = masks[j / kLanes] = sees_all ? lane_mask(N - j) : visible16(pos + j, N - j, row.t, v);
     mx = _mm512_mask_max_ps(mx, k, mx, _mm512_mul_ps(load16(row.scores + j, k), s));
   }
   const float m = std::max(*row.max, _mm512_reduce_max_ps(mx));
@@ -148,10 +168,11 @@ void fold_row_avx512(const Row<T>& row, int64_t N, const int64_t* pos, int64_t D
 template <typename T>
 void fold_block_avx512(const torch::Tensor& scores, const torch::Tensor& positions, const WindowVisibility& v,
                        float scale, OnlineSoftmax& state) {
+  const PositionRange range(positions.data_ptr<int64_t>(), positions.numel());
   for_each_row<T>(scores, positions, v, state, [&](const Row<T>& row, int64_t n, const int64_t* pos, int64_t D) {
     thread_local std::vector<__mmask16> masks;
     masks.resize((n + kLanes - 1) / kLanes);
-    fold_row_avx512(row, n, pos, D, v, scale, masks.data());
+    fold_row_avx512(row, n, pos, D, v, range, scale, masks.data());
   });
 }
 

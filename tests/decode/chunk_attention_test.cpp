@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <limits>
 
 namespace sinklm {
@@ -43,28 +44,34 @@ TEST(OnlineSoftmaxKernel, FoldsABlockAsTheScalarReferenceDoes) {
   const int64_t H = 3, T = 37, D = 40;
   for (auto dtype : {torch::kFloat32, torch::kBFloat16}) {
     for (int64_t N : {5, 16, 70}) {
-      for (const WindowVisibility v : {WindowVisibility{100, 0, WindowVisibility::kUnbounded}, WindowVisibility{100, 2, 30},
-                                       WindowVisibility{3, 4, 8}}) {
-        torch::manual_seed(N);
-        auto positions = torch::randint(-1, 140, {N}, torch::kInt64);
-        positions[0] = 1;  // a sink (below S when S > 0)
-        auto scores = (torch::randn({H, T, N}) * 4).to(dtype);
-        auto start = state_with_history(H, T, D);
-        auto kernel = clone(start), reference = clone(start);
-        auto kernel_scores = scores.clone(), reference_scores = scores.clone();
-        fold_score_block(kernel_scores, positions, v, 0.125f, kernel);
-        fold_score_block_reference(reference_scores, positions, v, 0.125f, reference);
-        const auto label = std::string(c10::toString(dtype)) + " N " + std::to_string(N) + " S " +
-                           std::to_string(v.sinks) + " R " + std::to_string(v.recent);
-        // exp differs from libm's by ~1e-7 relative; a bfloat16 probability may round one step apart.
-        const double rtol = dtype == torch::kFloat32 ? 1e-5 : 1.0 / 128;
-        expect_close(kernel_scores, reference_scores, rtol, 1e-7, label + " probabilities");
-        EXPECT_TRUE(torch::equal(kernel.max, reference.max)) << label;
-        expect_close(kernel.sum, reference.sum, 1e-5, 1e-6, label + " sums");
-        expect_close(kernel.out, reference.out, 1e-5, 1e-6, label + " outputs");
-        // Something was folded, something was hidden, and the rows' history was rescaled.
-        EXPECT_GT(reference_scores.to(torch::kFloat32).gt(0).sum().item<int64_t>(), 0) << label;
-        EXPECT_FALSE(torch::equal(reference.out, start.out)) << label;
+      for (const WindowVisibility v : {WindowVisibility{100, 0, WindowVisibility::kUnbounded},
+                                       WindowVisibility{100, 2, 30}, WindowVisibility{3, 4, 8}}) {
+        for (bool ordered : {false, true}) {
+          torch::manual_seed(N);
+          // Random (empty slots, later positions, a sink), or a held run from 10 before the first query that
+          // some rows see whole (the kernel's shortcut) and the others in part.
+          const int64_t from = std::max<int64_t>(0, v.first_query - 10);
+          auto positions =
+              ordered ? torch::arange(from, from + N, torch::kInt64) : torch::randint(-1, 140, {N}, torch::kInt64);
+          if (!ordered) positions[0] = 1;  // a sink (below S when S > 0)
+          auto scores = (torch::randn({H, T, N}) * 4).to(dtype);
+          auto start = state_with_history(H, T, D);
+          auto kernel = clone(start), reference = clone(start);
+          auto kernel_scores = scores.clone(), reference_scores = scores.clone();
+          fold_score_block(kernel_scores, positions, v, 0.125f, kernel);
+          fold_score_block_reference(reference_scores, positions, v, 0.125f, reference);
+          const auto label = std::string(c10::toString(dtype)) + (ordered ? " ordered" : "") + " N " +
+                             std::to_string(N) + " S " + std::to_string(v.sinks) + " R " + std::to_string(v.recent);
+          // exp differs from libm's by ~1e-7 relative; a bfloat16 probability may round one step apart.
+          const double rtol = dtype == torch::kFloat32 ? 1e-5 : 1.0 / 128;
+          expect_close(kernel_scores, reference_scores, rtol, 1e-7, label + " probabilities");
+          EXPECT_TRUE(torch::equal(kernel.max, reference.max)) << label;
+          expect_close(kernel.sum, reference.sum, 1e-5, 1e-6, label + " sums");
+          expect_close(kernel.out, reference.out, 1e-5, 1e-6, label + " outputs");
+          // Something was folded, something was hidden, and the rows' history was rescaled.
+          EXPECT_GT(reference_scores.to(torch::kFloat32).gt(0).sum().item<int64_t>(), 0) << label;
+          EXPECT_FALSE(torch::equal(reference.out, start.out)) << label;
+        }
       }
     }
   }
@@ -88,8 +95,8 @@ TEST(ChunkAttention, BlockedEqualsTheOneBufferReference) {
   };
   // A ring filling up (empty slots, and whole key blocks of them), a full ring wrapped and evicting within the
   // chunk, no sinks, and a chunk longer than the window.
-  const Case cases[] = {{1, 700, 200, 201, 48, 700}, {1, 300, 300, 900, 64, 300}, {0, 520, 300, 300, 40, 520},
-                        {4, 60, 60, 500, 90, 60}};
+  const Case cases[] = {
+      {1, 700, 200, 201, 48, 700}, {1, 300, 300, 900, 64, 300}, {0, 520, 300, 300, 40, 520}, {4, 60, 60, 500, 90, 60}};
   for (auto dtype : {torch::kFloat32, torch::kBFloat16}) {
     for (const auto& c : cases) {
       torch::manual_seed(c.first + c.T);
