@@ -17,20 +17,10 @@ constexpr int64_t kKeyBlock = 256;
 
 double score_scale(const torch::Tensor& queries) { return 1.0 / std::sqrt(static_cast<double>(queries.size(-1))); }
 
-// [T, N] bool: which of `positions` [N] each of the chunk's T queries sees.
-torch::Tensor visible_columns(const torch::Tensor& positions, const WindowVisibility& v, int64_t T) {
-  auto t = torch::arange(v.first_query, v.first_query + T, torch::kInt64).unsqueeze(1);  // [T, 1]
-  auto p = positions.unsqueeze(0);                                                      // [1, N]
-  return p.ge(0) & p.le(t) & (p.lt(v.sinks) | p.gt(t - v.recent));
-}
-
-// Whether any of the chunk's T queries sees a column of `positions` (the block is skipped otherwise): column p
-// is seen by queries p .. p + recent - 1, and by every later one when p < sinks.
+// Whether any of the chunk's T queries sees a column of `positions` (the block is skipped otherwise).
 bool block_seen(const torch::Tensor& positions, const WindowVisibility& v, int64_t T) {
-  const int64_t first = v.first_query, last = v.first_query + T - 1;
   const auto* p = positions.data_ptr<int64_t>();
-  return std::any_of(p, p + positions.numel(),
-                     [&](int64_t x) { return x >= 0 && x <= last && (x < v.sinks || x > first - v.recent); });
+  return std::any_of(p, p + positions.numel(), [&](int64_t x) { return v.seen_by_any(x, T); });
 }
 
 // out [H, m, n] (float32, columns of a larger buffer) += alpha · a [H, m, k] · b [H, k, n], the product in a's
@@ -64,9 +54,10 @@ OnlineSoftmax start_with_sink(const SinkColumn& sink, const torch::Tensor& sink_
   return state;
 }
 
-torch::Tensor blocked_chunk_attention(const std::vector<KeyRun>& runs, const WindowVisibility& visibility,
-                                      const SinkColumn& sink, const torch::Tensor& sink_queries) {
-  const auto& q = shape_source(runs);
+// q: the runs' queries, shapes already checked (shape_source).
+torch::Tensor blocked_chunk_attention(const std::vector<KeyRun>& runs, const torch::Tensor& q,
+                                      const WindowVisibility& visibility, const SinkColumn& sink,
+                                      const torch::Tensor& sink_queries) {
   const int64_t H = q.size(0), T = q.size(1), D = q.size(2);
   const auto scale = static_cast<float>(score_scale(q));
   auto state = start_with_sink(sink, sink_queries, H, T, D);
@@ -122,7 +113,7 @@ torch::Tensor chunk_attention(const std::vector<KeyRun>& runs, const WindowVisib
   const auto& q = shape_source(runs);
   // The fold writes probabilities in the products' dtype, so the blocked path needs a dtype the kernel takes.
   if (sink.softmax() && fold_score_block_kernel_applies(q))
-    return blocked_chunk_attention(runs, visibility, sink, sink_queries);
+    return blocked_chunk_attention(runs, q, visibility, sink, sink_queries);
   return chunk_attention_reference(runs, visibility, sink, sink_queries);
 }
 

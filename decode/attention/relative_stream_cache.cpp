@@ -22,10 +22,9 @@ struct ChunkPlan {
   int64_t first = 0, count = 0;   // stream positions [first, first + count)
   torch::Tensor cos, sin;         // [T, R] at the queries' stream positions (also the new keys')
   torch::Tensor sink_cos, sink_sin;  // [T, R] at the positions the queries take against the sinks
-  // Stream positions (int64, CPU) of the sinks [sinks_held], the ring slots [capacity] (-1: empty), the chunk [T].
+  // Stream positions (int64, CPU) of the sinks held [0, S'), the ring slots [capacity] (-1: empty), the chunk [T].
   torch::Tensor sink_positions, ring_positions, chunk_positions;
   WindowVisibility visibility;    // which of them each query sees (the policy's S and R)
-  int64_t sinks_held = 0;
   KvWrites writes;                // where the chunk's entries go (decode/cache/kv_storage.h)
 };
 
@@ -75,7 +74,7 @@ class RelativeStreamCache : public StoredStreamCache {
     auto v_new = kv_round_trip(format, v, sink_chunk).to(dt);
     auto q_sinks = rule_ == PositionRule::Cache ? query(apply_rotary(q, p.sink_cos, p.sink_sin)) : q_recent;
 
-    auto [sink_k, sink_v] = storage_.sinks(layer, p.sinks_held);  // [H, sinks_held, D]
+    auto [sink_k, sink_v] = storage_.sinks(layer, p.sink_positions.numel());  // [H, S', D]
     auto [ring_k, ring_v] = storage_.ring(layer);                  // [H, capacity, D]
     // [sinks | ring | chunk], who sees what following from the positions (decode/attention/chunk_attention.h).
     auto out = chunk_attention({{q_sinks, sink_k.to(dt), sink_v.to(dt), p.sink_positions},
@@ -113,14 +112,13 @@ class RelativeStreamCache : public StoredStreamCache {
     ChunkPlan p;
     p.first = n;
     p.count = T;
-    p.sinks_held = storage_.sinks_held(n);
     const auto long_opts = torch::TensorOptions().dtype(torch::kInt64);
     auto query_pos = torch::arange(n, n + T, long_opts);  // [T]
     std::tie(p.cos, p.sin) = rotary_.cos_sin(query_pos.to(device_));
     auto cache_pos = query_pos.clamp_max(policy_->budget() - 1);  // = cache_position(t)
     std::tie(p.sink_cos, p.sink_sin) = rotary_.cos_sin(cache_pos.to(device_));
 
-    p.sink_positions = torch::arange(p.sinks_held, long_opts);
+    p.sink_positions = torch::arange(storage_.sinks_held(n), long_opts);
     p.ring_positions = torch::full({storage_.ring_capacity()}, -1, long_opts);
     auto held_recent = torch::arange(n - storage_.ring_count(n), n, long_opts);
     p.ring_positions.index_put_({storage_.ring_slots_of(held_recent)}, held_recent);

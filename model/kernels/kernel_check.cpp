@@ -164,7 +164,6 @@ void check_token_nll(int64_t T, int64_t V) {
          median_ms([&] { reference(); }), median_ms([&] { token_nll(logits, targets); }));
 }
 
-
 // One key block of a prompt chunk's attention folded into the running softmax (reference: the same step in
 // LibTorch ops: the mask, the row max, exp, the sums and the rescale, each a pass over the block). Positions:
 // a ring filling up, half the block's slots empty.
@@ -177,9 +176,7 @@ void check_online_softmax(int64_t H, int64_t T, int64_t N, torch::ScalarType dty
   const OnlineSoftmax start{torch::randn({H, T}), torch::rand({H, T}) + 1, torch::randn({H, T, 64})};
   const float scale = 0.125f;
   auto reference = [&] {
-    auto t = torch::arange(v.first_query, v.first_query + T, torch::kInt64).unsqueeze(1);
-    auto p = positions.unsqueeze(0);
-    auto hidden = (p.ge(0) & p.le(t) & (p.lt(v.sinks) | p.gt(t - v.recent))).logical_not();
+    auto hidden = visible_columns(positions, v, T).logical_not();
     auto x = (scores.to(torch::kFloat32) * scale).masked_fill(hidden, -INFINITY);
     auto m = torch::maximum(start.max, std::get<0>(x.max(-1)));
     auto probs = (x - m.unsqueeze(-1)).exp();

@@ -186,6 +186,12 @@ void fold_block_reference(const torch::Tensor& scores, const torch::Tensor& posi
 
 }  // namespace
 
+torch::Tensor visible_columns(const torch::Tensor& positions, const WindowVisibility& v, int64_t T) {
+  auto t = torch::arange(v.first_query, v.first_query + T, torch::kInt64).unsqueeze(1);  // [T, 1]
+  auto p = positions.unsqueeze(0);                                                      // [1, N]
+  return p.ge(0) & p.le(t) & (p.lt(v.sinks) | p.gt(t - v.recent));
+}
+
 bool fold_score_block_kernel_applies(const torch::Tensor& scores) {
   static const bool cpu = cpu_has_avx512f() && SINKLM_CPU_HAS("avx512bw") && SINKLM_CPU_HAS("avx512vl");
   return cpu && scores.device().is_cpu() &&

@@ -26,7 +26,16 @@ struct WindowVisibility {
   int64_t sinks = 0;
   int64_t recent = kUnbounded;
   bool sees(int64_t t, int64_t p) const { return p >= 0 && p <= t && (p < sinks || p > t - recent); }
+  // Whether any of the T queries from first_query on sees position p: p is seen by queries p .. p + recent - 1,
+  // and by every later one when p < sinks.
+  bool seen_by_any(int64_t p, int64_t T) const {
+    return p >= 0 && p <= first_query + T - 1 && (p < sinks || p > first_query - recent);
+  }
 };
+
+// [T, N] bool: which of `positions` [N] (int64, CPU) each of the T queries from first_query on sees (the same
+// rule as sees(), for a whole block at once: the mask of the references that form one score buffer).
+torch::Tensor visible_columns(const torch::Tensor& positions, const WindowVisibility& v, int64_t T);
 
 // The running softmax of every query row: max [H, T] and sum [H, T] of exp(score - max) over the columns seen
 // so far, and out [H, T, D] = sum of exp(score - max) · value. All float32, contiguous. Start: max -inf, sum 0,
