@@ -236,10 +236,14 @@ class RelativeDecodeBatch : public DecodeBatch {
     store_decode_entries(storage.format(), run, rows_, columns_, S, torch::bmm(k.squeeze(2), key_rotation_), v.squeeze(2));
     auto queries = torch::bmm(q.squeeze(2), query_rotation_).view({n, H, queries_, D});  // [n, H, r, D]
     if (!dense_) queries = torch::zeros({m, H, queries_, D}, queries.options()).index_copy_(0, rows_, queries);
+    auto scores = stored_key_scores(storage.format(), run, queries, S);  // [m, H, 1, width] float32
+    if (bias_.defined()) scores.add_(bias_);
     // A sink column's key meets the query rotation of the sinks' position (the last row), unscaled.
     const auto column_query =
         sink.key.defined() ? queries.narrow(2, queries_ - 1, 1) * std::sqrt(static_cast<double>(D)) : torch::Tensor();
-    auto out = stored_run_attention(storage.format(), run, queries, S, bias_, sink, column_query);  // [m, H, 1, D]
+    auto probs = softmax_with_sink(scores, sink, column_query);  // [m, H, 1, width]
+    auto out = stored_value_mix(storage.format(), run, probs, S);  // [m, H, 1, D] float32
+    if (auto from_sink = sink_value_output(probs, sink); from_sink.defined()) out = out + from_sink;
     return dense_ ? out : out.index_select(0, rows_);  // [n, H, 1, D]
   }
 

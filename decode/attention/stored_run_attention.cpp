@@ -40,38 +40,4 @@ torch::Tensor stored_value_mix(KvFormat format, const KvLayer& run, const torch:
          torch::matmul(probs.narrow(-1, 0, sinks), run.sink_values);
 }
 
-namespace {
-
-// The step as cached_attention takes it.
-CachedAttention fused_step(KvFormat format, const KvLayer& run, const torch::Tensor& queries, int64_t sinks,
-                           const torch::Tensor& bias, const SinkColumn& sink, const torch::Tensor& column_query) {
-  const int64_t m = run.keys.size(0), H = run.keys.size(1);
-  CachedAttention step{queries, sinks, run.keys, run.values, run.key_scales, run.value_scales};
-  if (kv_sinks_exact(format) && sinks > 0) {
-    step.exact_keys = run.sink_keys;
-    step.exact_values = run.sink_values;
-  }
-  if (bias.defined()) step.bias = bias.view({m, -1});
-  if (sink.present())
-    step.sink_logits = sink_column_logits(sink, 4, torch::kFloat32, column_query).expand({m, H, 1, 1}).reshape({m, H});
-  if (sink.value.defined()) step.sink_value = sink.value;
-  return step;
-}
-
-}  // namespace
-
-torch::Tensor stored_run_attention(KvFormat format, const KvLayer& run, const torch::Tensor& queries, int64_t sinks,
-                                   const torch::Tensor& bias, const SinkColumn& sink, const torch::Tensor& column_query) {
-  if (sink.softmax()) {
-    auto step = fused_step(format, run, queries, sinks, bias, sink, column_query);
-    if (cached_attention_kernel_applies(step)) return cached_attention(step);
-  }
-  auto scores = stored_key_scores(format, run, queries, sinks);  // [m, H, 1, width] float32
-  if (bias.defined()) scores.add_(bias);
-  auto probs = softmax_with_sink(scores, sink, column_query);  // [m, H, 1, width]
-  auto out = stored_value_mix(format, run, probs, sinks);      // [m, H, 1, D] float32
-  if (auto from_sink = sink_value_output(probs, sink); from_sink.defined()) out = out + from_sink;
-  return out;
-}
-
 }  // namespace sinklm

@@ -8,7 +8,6 @@
 
 #include "decode/cache/kv_format.h"
 #include "decode/cache/kv_pool.h"
-#include "model/sink.h"
 
 namespace sinklm {
 
@@ -23,13 +22,5 @@ torch::Tensor stored_key_scores(KvFormat format, const KvLayer& run, const torch
 
 // probs [m, H, 1, S + capacity] float32 -> [m, H, 1, D] float32: sum_j probs[j] · value j.
 torch::Tensor stored_value_mix(KvFormat format, const KvLayer& run, const torch::Tensor& probs, int64_t sinks);
-
-// The whole step: queries as stored_key_scores takes them, bias [m, 1, 1, S + capacity] (0 visible, -inf
-// hidden) or undefined, the layer's sink column (model/sink.h) and the queries its key meets (column_query
-// [m, H, 1, D], where it has a key) -> [m, H, 1, D] float32. One pass per stream and head where
-// model/kernels/cache_attention_kernel.h's cached_attention applies (a softmax, an AVX-512F CPU); elsewhere
-// the scores, softmax_with_sink and the mix apart.
-torch::Tensor stored_run_attention(KvFormat format, const KvLayer& run, const torch::Tensor& queries, int64_t sinks,
-                                   const torch::Tensor& bias, const SinkColumn& sink, const torch::Tensor& column_query);
 
 }  // namespace sinklm

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -111,77 +110,6 @@ struct V16 {
   static void store(float* p, Vec v, Tail tail) { _mm512_mask_storeu_ps(p, tail, v); }
 };
 #include "model/kernels/cache_attention_loops.inc"
-
-// x[j] = exp(x[j] - shift) for j in [0, n) (0 for -inf), returning their sum.
-float exp_in_place(float* x, int64_t n, float shift) {
-  const __m512 s = _mm512_set1_ps(shift);
-  __m512 sum = _mm512_setzero_ps();
-  for (int64_t j = 0; j < n; j += kLanes) {
-    const __mmask16 mask = lane_mask(n - j);
-    const __m512 e = exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, x + j), s));
-    _mm512_mask_storeu_ps(x + j, mask, e);
-    sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(mask, e));
-  }
-  return _mm512_reduce_add_ps(sum);
-}
-
-// x[j] += y[j] for j in [0, n).
-void add_in_place(float* x, const float* y, int64_t n) {
-  for (int64_t j = 0; j < n; j += kLanes) {
-    const __mmask16 mask = lane_mask(n - j);
-    _mm512_mask_storeu_ps(x + j, mask, _mm512_add_ps(_mm512_maskz_loadu_ps(mask, x + j), _mm512_maskz_loadu_ps(mask, y + j)));
-  }
-}
-
-// out[d] += w * x[d], and the dot product of two rows, for d in [0, D) (D a multiple of 16).
-void add_scaled(float* out, float w, const float* x, int64_t D) {
-  for (int64_t d = 0; d < D; d += kLanes)
-    _mm512_storeu_ps(out + d, _mm512_fmadd_ps(_mm512_set1_ps(w), _mm512_loadu_ps(x + d), _mm512_loadu_ps(out + d)));
-}
-float dot(const float* a, const float* b, int64_t D) {
-  __m512 sum = _mm512_setzero_ps();
-  for (int64_t d = 0; d < D; d += kLanes) sum = _mm512_fmadd_ps(_mm512_loadu_ps(a + d), _mm512_loadu_ps(b + d), sum);
-  return _mm512_reduce_add_ps(sum);
-}
-
-// cached_attention for caches of T. Per (stream, head), a row of `width` floats: scores, then (after the bias
-// and the softmax's max) exp(score - max), then those times the value scales; the exact sinks' columns [0, S)
-// are scored and mixed from their float32 copies and skipped in the cache.
-template <typename T>
-void attend_all(const CachedAttention& a, const float* queries, float* out) {
-  const int64_t m = a.keys.size(0), H = a.keys.size(1), width = a.keys.size(2), D = a.keys.size(3);
-  const int64_t r = a.queries.size(2), S = a.exact_keys.defined() ? a.exact_keys.size(2) : 0;
-  const auto k = view_of<T>(a.keys), v = view_of<T>(a.values);
-  const ScaleView key_scales = scale_view(a.key_scales), value_scales = scale_view(a.value_scales);
-  const auto pointer = [](const torch::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; };
-  const float *exact_keys = pointer(a.exact_keys), *exact_values = pointer(a.exact_values), *bias = pointer(a.bias),
-              *sink_logits = pointer(a.sink_logits), *sink_value = pointer(a.sink_value);
-  const MixFn<T> mix = kMix<T>[D / kLanes - 1];
-  for_each_stream_head(m, H, 2 * width * D, [&](int64_t i, int64_t h) {
-    thread_local std::vector<float> buffer;
-    buffer.resize(width);
-    float* row = buffer.data();
-    const int64_t ih = i * H + h;
-    const float* q = queries + ih * r * D;  // row 0; row r - 1 at q + (r - 1) D
-    if (width > S) score_columns(q, D, k.at(i, h) + S, k.dim_stride, width - S, row + S);  // a lone cache's ring may be empty
-    if (S == 0 && r == 2) score_columns(q + D, D, k.at(i, h), k.dim_stride, std::min(a.split, width), row);
-    if (key_scales.data) times_scales(row + S, key_scales.at(i, h) + S, 0, width - S, row + S);
-    for (int64_t s = 0; s < S; ++s) row[s] = dot(q + (r - 1) * D, exact_keys + (ih * S + s) * D, D);
-    if (bias) add_in_place(row, bias + i * width, width);
-    float top = max_of(row, width);
-    if (sink_logits) top = std::max(top, sink_logits[ih]);
-    float sum = exp_in_place(row, width, top);
-    const float on_sink = sink_logits ? std::exp(sink_logits[ih] - top) : 0.0f;
-    sum += on_sink;
-    float* o = out + ih * D;
-    if (value_scales.data) times_scales(row + S, value_scales.at(i, h) + S, 0, width - S, row + S);
-    mix(row + S, v.at(i, h) + S * v.row_stride, v.row_stride, width - S, o);
-    for (int64_t s = 0; s < S; ++s) add_scaled(o, row[s], exact_values + (ih * S + s) * D, D);
-    if (sink_value) add_scaled(o, on_sink, sink_value + h * D, D);
-    const __m512 inverse = _mm512_set1_ps(1.0f / sum);
-    for (int64_t d = 0; d < D; d += kLanes) _mm512_storeu_ps(o + d, _mm512_mul_ps(inverse, _mm512_loadu_ps(o + d)));
-  });
-}
 #pragma GCC pop_options
 }  // namespace avx512
 
@@ -371,29 +299,6 @@ torch::Tensor cached_value_mix(const torch::Tensor& probs, const torch::Tensor& 
     } else {
       avx512::mix_all<T>(values, probs_in, scales, skip, mixed);
     }
-  });
-  return out;
-}
-
-bool cached_attention_kernel_applies(const CachedAttention& a) {
-  return cpu_has_avx512f() && cache_attention_kernel_applies(a.keys, a.values);
-}
-
-torch::Tensor cached_attention(const CachedAttention& a) {
-  SINKLM_ASSERT(cached_attention_kernel_applies(a) && a.queries.dim() == 4 && a.queries.size(2) <= 2 &&
-                    a.queries.size(0) == a.keys.size(0) && a.queries.size(3) == a.keys.size(3),
-                "queries ", a.queries.sizes(), ", keys ", a.keys.sizes());
-  const auto contiguous_float = [](const torch::Tensor& t) {
-    return t.defined() ? t.to(torch::kFloat32).contiguous() : t;
-  };
-  CachedAttention in = a;
-  for (auto* t : {&in.queries, &in.exact_keys, &in.exact_values, &in.bias, &in.sink_logits, &in.sink_value})
-    *t = contiguous_float(*t);
-  SINKLM_ASSERT(!in.exact_keys.defined() || (in.exact_values.defined() && in.key_scales.defined()),
-                "exact sink columns stand in for int8 ones only");
-  auto out = torch::empty({a.keys.size(0), a.keys.size(1), 1, a.keys.size(3)}, in.queries.options());  // [m, H, 1, D]
-  with_element_type(a.keys, [&](auto element) {
-    avx512::attend_all<decltype(element)>(in, in.queries.data_ptr<float>(), out.data_ptr<float>());
   });
   return out;
 }

@@ -38,24 +38,4 @@ torch::Tensor cached_key_scores(const torch::Tensor& queries, const torch::Tenso
 torch::Tensor cached_value_mix(const torch::Tensor& probs, const torch::Tensor& values,
                                const torch::Tensor& value_scales = {}, int64_t skip = 0);
 
-// One decode step's whole attention per (stream, head) in one pass, on an AVX-512F CPU: the scores of the
-// cached keys, the visibility bias, the softmax with its sink column, and the mix of the cached values, with
-// the row of scores and probabilities kept in L1 between them. Apart, the same step is cached_key_scores, a
-// LibTorch softmax over [m, H, 1, width] float32 (several passes through memory), then cached_value_mix; that
-// path is the reference this one is tested against (its exp rounds as model/kernels/avx512_math.h's does).
-struct CachedAttention {
-  torch::Tensor queries;                   // [m, H, r, D] float32, r = 1 or 2 (as cached_key_scores takes them)
-  int64_t split = 0;                       // r = 2: columns [0, split) take query row 1
-  torch::Tensor keys, values;              // [m, H, width, D] as cached_key_scores and cached_value_mix read them
-  torch::Tensor key_scales, value_scales;  // int8: [m, H, width] float16; undefined for the float formats
-  torch::Tensor exact_keys, exact_values;  // [m, H, S, D] float32: stand in for columns [0, S) against query row
-                                           // r - 1 (int8 K/V's exact sinks), or undefined
-  torch::Tensor bias;                      // [m, width] float32, 0 where visible and -inf where hidden, or undefined
-  torch::Tensor sink_logits;               // [m, H] float32: the softmax's sink column, or undefined: none
-  torch::Tensor sink_value;                // [H, D] float32: what the sink column adds to the output, or undefined
-};
-bool cached_attention_kernel_applies(const CachedAttention& attention);
-// -> [m, H, 1, D] float32: sum_j p_j value_j (+ p_sink sink_value), p = softmax(scores + bias, sink column).
-torch::Tensor cached_attention(const CachedAttention& attention);
-
 }  // namespace sinklm

@@ -6,9 +6,6 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <cmath>
-#include <limits>
-
 #include "decode/attention/stored_run_attention.h"
 #include "decode/cache/kv_pool.h"
 #include "../model/model_test_support.h"
@@ -91,41 +88,6 @@ TEST(StoredRunAttention, Int8ScoresAndMixEqualAttentionOverTheDequantisedEntries
         EXPECT_LE(testing_support::scaled_max_error(stored_value_mix(format, run, probs, S), torch::matmul(probs, values)),
                   1e-5) << what;
       }
-}
-
-// The one-pass step (cached_attention, on an AVX-512F CPU) against the scores, softmax_with_sink and the mix
-// apart, in every K/V format, with and without the sink column's logit, key and value, hidden columns and an
-// idle row, one and two query rows. Elsewhere both sides take the path apart.
-TEST(StoredRunAttention, OnePassEqualsScoresSoftmaxAndMixApart) {
-  torch::manual_seed(5);
-  const int64_t m = 3, H = 2;
-  for (auto format : {KvFormat::Fp32, KvFormat::Bf16, KvFormat::Int8, KvFormat::Int8All})
-    for (int64_t D : {16, 64})
-      for (int64_t width : {4, 17, 300, 1025})  // 4 with S = 4: an empty ring, as a lone cache's first token has
-        for (int64_t S : {1, 4})
-          for (int column = 0; column < 4; ++column)  // none, a logit, a logit and a value, a key and a value
-            for (int64_t r : {1, 2}) {
-              const std::string what = std::string(kv_format_name(format)) + " D " + std::to_string(D) + " width " +
-                                       std::to_string(width) + " S " + std::to_string(S) + " column " +
-                                       std::to_string(column) + " r " + std::to_string(r);
-              const auto run = stored_run(format, m, H, S, width, D);
-              SinkColumn sink;
-              if (column > 0) sink.logit = torch::randn({H}) + 2;
-              if (column > 1) sink.value = torch::randn({H, D});
-              if (column > 2) sink.key = torch::randn({H, D}) * 0.3;
-              auto queries = torch::randn({m, H, r, D}) * 0.5;
-              auto bias = torch::zeros({m, 1, 1, width});
-              if (width > 5) bias.narrow(3, width - 5, 5).fill_(-std::numeric_limits<float>::infinity());  // slots not yet written
-              bias[1].narrow(2, 1, width - 1).fill_(-std::numeric_limits<float>::infinity());  // an idle row: one entry
-              const auto column_query = sink.key.defined() ? queries.narrow(2, r - 1, 1) * std::sqrt(D) : torch::Tensor();
-              auto scores = stored_key_scores(format, run, queries, S) + bias;
-              auto probs = softmax_with_sink(scores, sink, column_query);
-              auto expected = stored_value_mix(format, run, probs, S);
-              if (auto from_sink = sink_value_output(probs, sink); from_sink.defined()) expected = expected + from_sink;
-              const auto got = stored_run_attention(format, run, queries, S, bias, sink, column_query);
-              ASSERT_EQ(got.sizes(), expected.sizes()) << what;
-              EXPECT_LE(testing_support::scaled_max_error(got, expected), 1e-5) << what;
-            }
 }
 
 }  // namespace
