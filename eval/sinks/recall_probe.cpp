@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "core/progress_meter.h"
 #include "core/seeded_random.h"
-#include "model/kernels/token_nll.h"
+#include "model/kernels/token_scores.h"
 
 namespace sinklm {
 namespace {
@@ -38,8 +38,7 @@ PolicyRun run_policy(CachedDecoder& decoder, CacheOptions cache, const std::vect
     const int64_t rows = std::min<int64_t>(logits.size(0), static_cast<int64_t>(ids.size()) - 1 - first);
     if (rows <= 0) return;
     auto scored = logits.narrow(0, 0, rows);
-    auto top1 = scored.argmax(1).cpu().contiguous();
-    auto nll = token_nll(scored, {ids.begin() + first + 1, ids.begin() + first + 1 + rows});
+    const auto [nll, top1] = token_scores(scored, {ids.begin() + first + 1, ids.begin() + first + 1 + rows});
     std::copy_n(top1.data_ptr<int64_t>(), rows, run.top1.begin() + first);
     std::copy_n(nll.data_ptr<float>(), rows, run.nll.begin() + first);
   });

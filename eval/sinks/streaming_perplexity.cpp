@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "model/kernels/token_nll.h"
+#include "model/kernels/token_scores.h"
 
 namespace sinklm {
 namespace {
@@ -61,8 +61,7 @@ StreamingPerplexity streaming_perplexity(CachedDecoder& decoder, std::shared_ptr
     const int64_t from = std::max(at, first_text), to = std::min<int64_t>(at + logits.size(0), ids.size() - 1);
     if (to <= from) return;
     const auto scored = logits.narrow(0, from - at, to - from);  // [to - from, V]
-    auto nll = token_nll(scored, {ids.begin() + from + 1, ids.begin() + to + 1});
-    const auto top1 = scored.argmax(1).cpu();  // [to - from] int64
+    const auto [nll, top1] = token_scores(scored, {ids.begin() + from + 1, ids.begin() + to + 1});  // [to - from] each
     const float* values = nll.data_ptr<float>();
     const int64_t* ranked_first = top1.data_ptr<int64_t>();
     for (int64_t p = from; p < to; ++p) {

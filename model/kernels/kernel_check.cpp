@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/system/cpu_features.h"
 #include "model/attention/attention.h"
 #include "model/kernels/cache_attention_kernel.h"
@@ -26,7 +27,7 @@
 #include "model/kernels/online_softmax_kernel.h"
 #include "model/kernels/packed_qkv_attention.h"
 #include "model/kernels/softmax_cross_entropy.h"
-#include "model/kernels/token_nll.h"
+#include "model/kernels/token_scores.h"
 #include "model/attention/rotary.h"
 
 namespace sinklm {
@@ -152,16 +153,18 @@ void check_softmax_cross_entropy(int64_t r, int64_t V) {
          }));
 }
 
-// Each target's NLL under its row of logits (reference: log_softmax and gather).
-void check_token_nll(int64_t T, int64_t V) {
+// Each target's NLL under its row of logits and the id ranked first (reference: log_softmax, gather, argmax).
+void check_token_scores(int64_t T, int64_t V) {
   auto logits = torch::randn({T, V}) * 3;
   std::vector<int64_t> targets(T);
   for (int64_t i = 0; i < T; ++i) targets[i] = (i * 7919) % V;
   auto index = torch::tensor(targets).unsqueeze(1);
-  auto reference = [&] { return (-torch::log_softmax(logits, -1).gather(1, index)).squeeze(1); };
-  const auto expected = reference();
-  report("token_nll", str_shape({T, V}), max_difference(token_nll(logits, targets), expected), log_sum_exp_tolerance(V, logits),
-         median_ms([&] { reference(); }), median_ms([&] { token_nll(logits, targets); }));
+  auto reference = [&] { return std::pair{(-torch::log_softmax(logits, -1).gather(1, index)).squeeze(1), logits.argmax(1)}; };
+  const auto [expected, expected_top1] = reference();
+  const auto got = token_scores(logits, targets);
+  SINKLM_ASSERT(torch::equal(got.top1, expected_top1), "token_scores: top-1 ids differ from argmax");
+  report("token_scores", str_shape({T, V}), max_difference(got.nll, expected), log_sum_exp_tolerance(V, logits),
+         median_ms([&] { reference(); }), median_ms([&] { token_scores(logits, targets); }));
 }
 
 // One key block of a prompt chunk's attention folded into the running softmax (reference: the same step in
@@ -231,7 +234,7 @@ int main(int argc, char** argv) {
     check_packed_qkv_attention(4, 256, 4, 32, 8);    // a `tiny` training micro-batch
     check_packed_qkv_attention(2, 512, 12, 64, 16);  // pythia-160m's heads at 512 positions
     check_softmax_cross_entropy(256, 8192);  // a chunk of the demo's vocabulary
-    check_token_nll(256, 50304);             // a prefill chunk of pythia's vocabulary
+    check_token_scores(256, 50304);             // a prefill chunk of pythia's vocabulary
     check_online_softmax(12, 256, 256, torch::kBFloat16);  // a key block of a pythia-160m prompt chunk
     check_online_softmax(12, 256, 256, torch::kFloat32);
   } else {

@@ -1,10 +1,10 @@
-// token_nll (model/kernels/token_nll.h) against -log_softmax(...).gather(...): the AVX-512 kernel on float32 rows (the
-// streaming path: a vocabulary not a multiple of 16, extreme and tied logits), and the LibTorch fallback
-// for other dtypes and strided rows.
+// token_scores (model/kernels/token_scores.h) against -log_softmax(...).gather(...) and argmax: the AVX-512 kernel on
+// float32 rows (the streaming path: a vocabulary not a multiple of 16, extreme and tied logits, the maximum
+// in the ragged last vector), and the LibTorch fallback for other dtypes and strided rows.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "model/kernels/token_nll.h"
+#include "model/kernels/token_scores.h"
 
 namespace sinklm {
 namespace {
@@ -19,32 +19,41 @@ std::vector<int64_t> draw_targets(int64_t T, int64_t V) {
   return {t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + T};
 }
 
-TEST(TokenNll, EqualsLogSoftmaxGatherOnFloat32Rows) {
+TEST(TokenScores, EqualLogSoftmaxGatherAndArgmaxOnFloat32Rows) {
   torch::manual_seed(3);
   const int64_t T = 37, V = 50277;  // a tokenizer's vocabulary: a ragged last vector
   auto logits = torch::randn({T, V}) * 4;
   logits[1].fill_(2.5);        // all tied: log V
   logits[2][7] = 80;           // one logit far above the rest: NLL ~0 at 7, ~80 elsewhere
   logits[3].mul_(1e-6);        // almost flat
+  logits[4][V - 1] = 50;       // the maximum in the last, ragged vector
+  logits[5][V - 3] = 60;       // tied maxima: the first one is ranked first
+  logits[5][40] = 60;
   auto targets = draw_targets(T, V);
   targets[2] = 7;
-  auto nll = token_nll(logits, targets);
+  const auto [nll, top1] = token_scores(logits, targets);
   ASSERT_EQ(nll.sizes(), torch::IntArrayRef({T}));
+  EXPECT_TRUE(torch::equal(top1, logits.argmax(1)));
+  EXPECT_EQ(top1[1].item<int64_t>(), 0);
+  EXPECT_EQ(top1[4].item<int64_t>(), V - 1);
+  EXPECT_EQ(top1[5].item<int64_t>(), 40);
   EXPECT_TRUE(torch::allclose(nll, reference_nll(logits, targets), 1e-5, 1e-5))
       << (nll - reference_nll(logits, targets)).abs().max().item<float>();
   EXPECT_NEAR(nll[1].item<float>(), std::log(static_cast<double>(V)), 1e-4);
   EXPECT_LT(nll[2].item<float>(), 1e-5);
 }
 
-TEST(TokenNll, FallbackTakesOtherDtypesAndStridedRows) {
+TEST(TokenScores, FallbackTakesOtherDtypesAndStridedRows) {
   torch::manual_seed(4);
   const int64_t T = 9, V = 301;
   auto wide = torch::randn({T, 2 * V});
   auto strided = wide.narrow(1, 0, V);  // rows not contiguous
   auto targets = draw_targets(T, V);
-  EXPECT_TRUE(torch::allclose(token_nll(strided, targets), reference_nll(strided, targets), 1e-5, 1e-5));
-  auto half = strided.to(torch::kBFloat16);
-  EXPECT_TRUE(torch::allclose(token_nll(half, targets), reference_nll(half, targets), 1e-5, 1e-5));
+  for (const auto& logits : {strided, strided.to(torch::kBFloat16)}) {
+    const auto [nll, top1] = token_scores(logits, targets);
+    EXPECT_TRUE(torch::allclose(nll, reference_nll(logits, targets), 1e-5, 1e-5));
+    EXPECT_TRUE(torch::equal(top1, logits.argmax(1)));
+  }
 }
 
 }  // namespace
