@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "data/tokenizers/hf_tokenizer_json.h"
 #include "data/tokenizers/sentencepiece_tokenizer.h"
+#include "data/tokenizers/tokenizer.h"
 #include "export/hf_tokenizer_files.h"
 #include "model/sink.h"
 
@@ -112,6 +113,12 @@ void add_sentencepiece(GgufFile& file, const ModelConfig& model, const std::stri
 }  // namespace
 
 void add_gguf_vocabulary(GgufFile& file, const ModelConfig& model, const std::string& tokenizer_file) {
+  // The file's vocabulary is llama.cpp's tokenizer: one of another size is another tokenizer (its missing ids
+  // would be written as padding, its extra ones dropped), not the one the model was trained with.
+  const int64_t ids = load_tokenizer(tokenizer_file)->vocab_size();
+  if (ids != model.tokenizer_vocab_size)
+    fail("--tokenizer ", tokenizer_file, ": ", ids, " ids, but the model's tokenizer has ", model.tokenizer_vocab_size,
+         " (model.tokenizer_vocab_size; ", model.vocab_size, " embedding rows); pass the tokenizer it was trained with");
   if (ends_with(fs::path(tokenizer_file).filename().string(), ".model"))
     add_sentencepiece(file, model, tokenizer_file);
   else

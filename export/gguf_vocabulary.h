@@ -15,7 +15,8 @@
 
 namespace sinklm {
 
-// UserError naming `tokenizer_file` when llama.cpp has no vocabulary of its kind.
+// UserError naming `tokenizer_file` when llama.cpp has no vocabulary of its kind, and when its ids are not the
+// model's tokenizer_vocab_size (another tokenizer than the model's).
 void add_gguf_vocabulary(GgufFile& file, const ModelConfig& model, const std::string& tokenizer_file);
 
 }  // namespace sinklm

@@ -9,7 +9,8 @@ A `token`-mode model trained by `sinklm train`, exported as f32, bf16 and q8_0:
   - every tensor equal to the checkpoint's (attn_qkv reordered to all queries, keys, values): f32 exactly, bf16
     as torch rounds it, q8_0 blocks byte-equal to gguf.quants' reference quantisation (ggml's own rounding);
     norms and biases f32;
-  - an unknown --type, and a mode llama.cpp cannot compute (gated), are refused naming them, writing nothing;
+  - an unknown --type, a mode llama.cpp cannot compute (gated), and a tokenizer of another size than the
+    model's are refused naming them, writing nothing;
   - with `llama_cpp` importable (SINKLM_LLAMA_CPP=1 scripts/setup.sh): llama.cpp tokenizes held-out text as the
     sink then sinklm's ids, and its logits match `sinklm forward`'s within the bounds below;
   - a SentencePiece BPE vocabulary (`sinklm prepare sentencepiece`) as llama.cpp's "llama" model, whose own
@@ -173,6 +174,12 @@ def check_sentencepiece(work):
     check(field(reader, "tokenizer.ggml.model") == "llama" and tokens[700] == "<|sink|>" and len(scores) == len(tokens)
           and field(reader, "tokenizer.ggml.bos_token_id") == 700 and not field(reader, "tokenizer.ggml.add_space_prefix"),
           "SentencePiece: model llama, pieces with scores, the sink as BOS, no dummy prefix (as trained)")
+    other = fx.initialized_token_model(work, "spm-other", 900)
+    refused = os.path.join(work, "other.gguf")
+    p = run_sinklm("export", "gguf", "--checkpoint", other, "--tokenizer", spm, "--out", refused, expect=None)
+    check(p.returncode != 0 and spm in p.stderr and "700 ids" in p.stderr and "900" in p.stderr
+          and not os.path.exists(refused), "a tokenizer of another size than the model's is refused naming both",
+          p.stderr[-300:])
     try:
         from llama_cpp import Llama
     except ImportError:
