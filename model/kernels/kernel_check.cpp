@@ -234,7 +234,7 @@ int main(int argc, char** argv) {
     check_packed_qkv_attention(4, 256, 4, 32, 8);    // a `tiny` training micro-batch
     check_packed_qkv_attention(2, 512, 12, 64, 16);  // pythia-160m's heads at 512 positions
     check_softmax_cross_entropy(256, 8192);  // a chunk of the demo's vocabulary
-    check_token_scores(256, 50304);             // a prefill chunk of pythia's vocabulary
+    check_token_scores(256, 50304);          // a prefill chunk of pythia's vocabulary
     check_online_softmax(12, 256, 256, torch::kBFloat16);  // a key block of a pythia-160m prompt chunk
     check_online_softmax(12, 256, 256, torch::kFloat32);
   } else {
