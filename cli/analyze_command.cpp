@@ -264,7 +264,7 @@ int classify_heads(const AnalyzeFlags& f, InferenceModel& m, int64_t T, int64_t 
   HeadClassificationOptions options;
   CacheFlags flags = f.cache;
   flags.cache = "heads";  // streaming heads keep W, retrieval heads R
-  options.cache = cache_options(flags, c, m.trained_positions);
+  options.cache = cache_options(flags, m);
   options.retrieval_heads = f.retrieval_heads;
   options.score = f.score;
   options.probe.distances = f.calibration_distances;

@@ -117,7 +117,7 @@ int run_bench_decode_command(const std::vector<std::string>& argv) {
   const auto& model = decoder.config();
   c10::InferenceMode inference;
 
-  CacheOptions cache = cache_options(f.cache, m.loaded.model->config(), m.trained_positions);
+  CacheOptions cache = cache_options(f.cache, m);
   const int64_t streams = f.streams, decode = f.decode, warmup = f.warmup;
   // By default every budget is full: W, or for heads the retrieval budget R.
   const int64_t start = f.start_position > 0 ? f.start_position

@@ -5,10 +5,10 @@
 
 #include <filesystem>
 #include <iostream>
-#include <set>
 
 #include "core/error.h"
 #include "data/tokenizers/tokenizer_files.h"
+#include "model/analysis/roofline.h"
 #include "model/projection.h"
 
 namespace fs = std::filesystem;
@@ -49,25 +49,24 @@ void say_fallback(WeightFormat format) {
             << "\n";
 }
 
-// --weights: every projection in the flag's format, or (auto) in the one it is stored in.
-void hold_weights(GPTNeoXForCausalLM& model, const StoredFormats& stored, const std::string& flag, const torch::Device& device) {
+// --weights: every projection in the flag's format, or (auto) in the one it is stored in. Returns the format
+// that holds the most weights.
+WeightFormat hold_weights(GPTNeoXForCausalLM& model, const StoredFormats& stored, const std::string& flag, const torch::Device& device) {
   const bool as_stored = flag == "auto";
   const WeightFormat asked = as_stored ? WeightFormat::Fp32 : parse_weight_format(flag, "--weights");
-  std::set<WeightFormat> held;
   for (const auto& item : model->named_modules()) {
     auto* projection = item.value()->as<ProjectionImpl>();
     if (!projection) continue;
     const WeightFormat format = as_stored ? stored.at(item.key() + ".weight") : asked;
     if (format != WeightFormat::Fp32) projection->set_weight_format(format);
-    held.insert(format);
   }
-  if (held == std::set<WeightFormat>{WeightFormat::Fp32}) return;
-  std::string names;
-  for (WeightFormat format : held) {
-    names += (names.empty() ? "" : "+") + weight_format_name(format);
+  const auto held = weights_per_format(model);
+  const WeightFormat most = main_format(held);
+  if (held.size() == 1 && most == WeightFormat::Fp32) return most;
+  for (const auto& [format, count] : held)
     if (device.is_cpu()) say_fallback(format);
-  }
-  std::cerr << "sinklm: weights " << names << (as_stored ? " (--weights auto: as stored)" : "") << "\n";
+  std::cerr << "sinklm: weights " << format_names(held) << (as_stored ? " (--weights auto: as stored)" : "") << "\n";
+  return most;
 }
 
 }  // namespace
@@ -90,7 +89,7 @@ std::vector<FlagSpec> cache_flags(CacheFlags& o, CacheFlagSet set) {
       flag(&o.retrieval_window, "retrieval-window", "R", "heads: a retrieval head's budget, sinks included (-1: 4 W)", kSize)};
   if (set == CacheFlagSet::Sizes) return sizes;
   return with_flags({flag(&o.cache, "cache", "POLICY", "full | window | sink_window | recompute | heads (per head, --head-policy)"),
-                     flag(&o.kv_dtype, "kv-dtype", "T", "how K/V entries are stored: fp32 | bf16 (half the bytes) | int8 (a scale per entry and head, sink slots exact in float32: 0.52x bf16 at D = 64) | int8-all (the sinks quantised too: an ablation)"),
+                     flag(&o.kv_dtype, "kv-dtype", "T", "how K/V entries are stored: auto (bf16 for bf16 weights, else fp32) | fp32 | bf16 (half the bytes) | int8 (a scale per entry and head, sink slots exact in float32: 0.52x bf16 at D = 64) | int8-all (the sinks quantised too: an ablation)"),
                      flag(&o.head_policy, "head-policy", "FILE", "heads: which heads keep --retrieval-window entries (sinklm analyze --classify-heads)")},
                     {sizes});
 }
@@ -101,19 +100,24 @@ int64_t trained_positions(const Config& config, const std::string& checkpoint_or
   return config.get_int(hugging_face ? "model.max_position_embeddings" : "train.seq_len");
 }
 
-CacheOptions cache_options(const CacheFlags& f, const ModelConfig& model, int64_t trained) {
+CacheOptions cache_options(const CacheFlags& f, const ModelConfig& model, int64_t trained, WeightFormat weights) {
   CacheOptions o;
   o.policy = f.cache;
   o.window = f.window;
   o.sinks = f.sinks;
   o.positions = parse_position_rule(f.positions, "--positions");
-  o.kv_format = parse_kv_format(f.kv_dtype, "--kv-dtype");
+  if (f.kv_dtype == "auto") o.kv_format = weights == WeightFormat::Bf16 ? KvFormat::Bf16 : KvFormat::Fp32;
+  else o.kv_format = parse_kv_format(f.kv_dtype, "--kv-dtype");
   o.retrieval_window = f.retrieval_window;
   if (!f.head_policy.empty()) o.head_roles = std::make_shared<HeadRoles>(read_head_roles(f.head_policy));
   std::vector<std::string> warnings;
   o = resolve_cache_options(o, model, trained, "--cache/--window/--sinks/--retrieval-window", &warnings);
   for (const auto& line : warnings) std::cerr << "sinklm: warning: " << line << "\n";
   return o;
+}
+
+CacheOptions cache_options(const CacheFlags& f, const InferenceModel& m) {
+  return cache_options(f, m.loaded.model->config(), m.trained_positions, m.weights);
 }
 
 FlagSpec set_flag(std::vector<std::string>* overrides) {
@@ -141,7 +145,7 @@ InferenceModel open_inference_model(const ModelFlags& flags, NeedsText needs_tex
   m.loaded = load_checkpoint(m.checkpoint, m.device, flags.set);
   m.trained_positions = trained_positions(m.loaded.config, m.checkpoint);
   m.loaded.model->eval();
-  hold_weights(m.loaded.model, m.loaded.stored, flags.weights, m.device);
+  m.weights = hold_weights(m.loaded.model, m.loaded.stored, flags.weights, m.device);
   if (needs_text == NeedsText::No) return m;
   m.codec = load_text_codec(tokenizer_path(flags, m.checkpoint, m.loaded), m.checkpoint,
                             m.loaded.model->config().tokenizer_vocab_size);

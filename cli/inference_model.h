@@ -39,7 +39,7 @@ struct CacheFlags {
   int64_t window = kFollowModel;  // every size: decode/cache/cache_options.h resolves kFollowModel
   int64_t sinks = kFollowModel;
   std::string positions = "cache";
-  std::string kv_dtype = "fp32";
+  std::string kv_dtype = "auto";  // resolved by cache_options: the weights' dtype (bf16 or fp32)
   std::string head_policy;
   int64_t retrieval_window = kFollowModel;
 };
@@ -47,10 +47,12 @@ struct CacheFlags {
 // --positions and --retrieval-window; help and defaults are the same in every command.
 enum class CacheFlagSet { All, Sizes };
 std::vector<FlagSpec> cache_flags(CacheFlags& o, CacheFlagSet set = CacheFlagSet::All);
-// The options of --cache & co. for `model`, trained on `trained_positions` positions, resolved
-// (resolve_cache_options: the one place their defaults are), each warning about positions the model never
-// saw printed on stderr.
-CacheOptions cache_options(const CacheFlags& o, const ModelConfig& model, int64_t trained_positions);
+// The options of --cache & co. for `model`, trained on `trained_positions` positions, its projections held
+// mostly in `weights`, resolved (resolve_cache_options: the one place their defaults are), each warning about
+// positions the model never saw printed on stderr. --kv-dtype auto is bf16 for bf16 weights and fp32 otherwise
+// (int8 weights prefill in float32; int8 K/V changes quality, so it is asked for by name).
+CacheOptions cache_options(const CacheFlags& o, const ModelConfig& model, int64_t trained_positions,
+                           WeightFormat weights);
 
 // The positions a model was trained on: train.seq_len of sinklm's checkpoints and configs, the position table
 // (model.max_position_embeddings) of a Hugging Face directory, which records no training length.
@@ -68,7 +70,11 @@ struct InferenceModel {
   LoadedModel loaded;                // model in eval mode on `device`
   int64_t trained_positions = 0;     // trained_positions(loaded.config, checkpoint)
   std::unique_ptr<TextCodec> codec;  // resolved in the order above
+  WeightFormat weights = WeightFormat::Fp32;  // the format most projection weights are held in (--weights)
 };
+
+// cache_options for an opened model: its config, trained positions and weights.
+CacheOptions cache_options(const CacheFlags& o, const InferenceModel& m);
 
 // The tokenizer file of the order above (step 1 with --tokenizer bytes, and step 4: ""), for commands that
 // copy it (quantize).

@@ -103,7 +103,7 @@ int run_serve_command(const std::vector<std::string>& argv) {
   const auto& codec = m.codec;
 
   StreamSettings settings;
-  settings.cache = cache_options(f.cache, m.loaded.model->config(), m.trained_positions);
+  settings.cache = cache_options(f.cache, m);
   auto policy = make_cache_policy(settings.cache, model, "--cache/--window/--sinks");  // validates now
   ServerOptions& options = f.server;
   SessionStore sessions(options.session_dir, options.sessions_in_memory, options.max_sessions, settings, model, device,

@@ -111,7 +111,7 @@ int run_recall(const StreamFlags& f, CachedDecoder& decoder, const InferenceMode
     fail("--recall: the recall source's ids are bytes, but ", checkpoint, " has a tokenizer of ", model.tokenizer_vocab_size,
          " ids; train on the recall shards (configs/recall.yaml)");
   const FactRecall source = read_recall_source(f.recall, "--recall");
-  const CacheOptions cache = cache_options(f.cache, m.loaded.model->config(), m.trained_positions);
+  const CacheOptions cache = cache_options(f.cache, m);
   const int64_t window = cache.window;
   RecallProbeOptions options = f.probe;
   options.distances = !f.distances.empty() ? f.distances : default_recall_distances(window);
@@ -153,7 +153,7 @@ int run_stream_command(const std::vector<std::string>& argv) {
   StreamingPerplexityOptions options = f.perplexity;
   options.kv_trace_every = std::max<int64_t>(options.chunk, static_cast<int64_t>(ids.size()) / 64);  // ~64 points
   options.rotation = f.rotation == "literal" ? KeyRotation::Literal : KeyRotation::Relative;
-  const CacheOptions cache = cache_options(f.cache, m.loaded.model->config(), m.trained_positions);
+  const CacheOptions cache = cache_options(f.cache, m);
   const PositionRule rule = cache.positions;
   std::vector<CacheOptions> runs;
   if (f.compare) {

@@ -94,6 +94,7 @@ int run_info_command(const std::vector<std::string>& argv) {
   ModelConfig model = ModelConfig::from(config);
   nlohmann::json summary = model_summary_json(model);
   summary["source"] = path;
+  WeightFormat stored_format = WeightFormat::Fp32;  // what --kv-dtype auto follows: bf16 for an all-bf16 checkpoint
   if (fs::is_directory(path)) {
     int64_t stored = 0;
     std::set<std::string> dtypes;
@@ -108,11 +109,12 @@ int run_info_command(const std::vector<std::string>& argv) {
                              {"stored_parameters", stored},
                              {"dtypes", dtypes},
                              {"verified", fs::exists(path + "/manifest.json")}};
+    if (dtypes == std::set<std::string>{"BF16"}) stored_format = WeightFormat::Bf16;
   }
   // With cache flags: the K/V memory one stream of that cache holds once its budgets are full.
   std::unique_ptr<KvCachePolicy> cache;
   if (args.has("cache") || args.has("window")) {
-    const CacheOptions options = cache_options(cache_flag_values, model, trained_positions(config, path));
+    const CacheOptions options = cache_options(cache_flag_values, model, trained_positions(config, path), stored_format);
     cache = make_cache_policy(options, model, "--cache/--window/--sinks");
     summary["kv_cache"] = kv_memory_json(*cache, model);
     summary["kv_cache"].update({{"cache", cache->name()}, {"config", cache->label()}, {"kv_dtype", kv_format_name(cache->kv_format())},

@@ -9,14 +9,42 @@
   - takes `--window -1` (the default) as the trained length, and says so in what it prints;
   - refuses an unknown --kv-dtype, and int8 K/V for a cache with no sink slot to keep exact, naming them.
 `info` lists the bytes per stream and streams per GiB of every K/V format; `bench-decode --kv-dtype int8`
-reports its own.
+reports its own. --kv-dtype auto (the default) stores K/V in bf16 for a bf16 checkpoint and in fp32 otherwise,
+in `info`, `bench-decode` and `serve` alike; a format named on the command line wins.
 """
 import json
 import os
+import sys
 
-from sinklm_test import check, config, finish, run_sinklm, temp_dir
+from sinklm_test import check, config, finish, run_sinklm, source_path, temp_dir
+
+sys.path.insert(0, source_path("tests", "serve"))
+from serve_support import http_request, start_server  # noqa: E402
 
 TRAINED = 256  # train.seq_len of configs/tiny.yaml
+
+
+def check_kv_auto(work, ckpt, commands):
+    """--kv-dtype auto: bf16 K/V for a bf16 checkpoint, in every command that reports its cache."""
+    bf16 = os.path.join(work, "bf16")
+    run_sinklm("quantize", "--checkpoint", ckpt, "--weights", "bf16", "--out", bf16)
+    on_bf16 = lambda name: [bf16 if x == ckpt else x for x in commands[name]]
+    info = json.loads(run_sinklm(*on_bf16("info"), "--window", 32, "--json").stdout)
+    check(info["kv_cache"]["kv_dtype"] == "bf16", "info, bf16 checkpoint: --kv-dtype auto is bf16", info["kv_cache"])
+    bench = json.loads(run_sinklm(*on_bf16("bench-decode"), "--window", 32).stdout)
+    check(bench["kv_dtype"] == "bf16" and bench["weights"] == "bf16", "bench-decode, bf16 weights: bf16 K/V",
+          {k: bench[k] for k in ("kv_dtype", "weights")})
+    asked = json.loads(run_sinklm(*on_bf16("bench-decode"), "--window", 32, "--kv-dtype", "fp32").stdout)
+    check(asked["kv_dtype"] == "fp32", "bench-decode, bf16 weights, --kv-dtype fp32: as asked", asked["kv_dtype"])
+    server, base = start_server(bf16, "--session-dir", os.path.join(work, "bf16-sessions"), "--threads", "1",
+                                "--window", "32")
+    try:
+        status, _, body = http_request(int(base.rstrip("/").rsplit(":", 1)[1]), "GET", "/v1/models")
+    finally:
+        server.terminate()
+        server.wait()
+    cache = json.loads(body)["data"][0]["sinklm"]["cache"] if status == 200 else body
+    check(status == 200 and cache["kv_dtype"] == "bf16", "serve, bf16 checkpoint: bf16 K/V in the model card", cache)
 
 
 def main():
@@ -70,6 +98,8 @@ def main():
         check(int8["kv_dtype"] == "int8" and int8["kv_bytes_per_stream"] == by_format["int8"]["kv_bytes_per_stream"] and
               int8["streams_per_gib"] == (1 << 30) // int8["kv_bytes_per_stream"],
               "bench-decode --kv-dtype int8: its bytes (counted from storage, as info counts them) and streams per GiB", int8)
+        check(bench["kv_dtype"] == "fp32", "bench-decode, fp32 weights, no --kv-dtype: fp32 K/V", bench["kv_dtype"])
+        check_kv_auto(work, ckpt, commands)
         run_sinklm(*commands["analyze"], "--window", 32, "--retrieval-heads", 2)
         with open(heads) as f:
             calibration = json.load(f)["calibration"]
