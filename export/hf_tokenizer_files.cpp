@@ -51,10 +51,6 @@ void add_sink_tokens(json& tokenizer, const std::vector<int64_t>& sink_ids, cons
 
 }  // namespace
 
-std::string sink_token_text(size_t index, size_t count) {
-  return count == 1 ? "<|sink|>" : "<|sink_" + std::to_string(index) + "|>";
-}
-
 HfTokenizerFiles hf_tokenizer_files(const ModelConfig& model, int64_t trained_length, const std::string& tokenizer_file) {
   HfTokenizerFiles files;
   files.tokenizer = hf_tokenizer_json(tokenizer_file);

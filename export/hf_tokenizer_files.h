@@ -17,14 +17,11 @@
 #include <vector>
 
 #include "core/config/config.h"
+#include "data/tokenizers/bpe/added_tokens.h"
 #include "model/io/checkpoint.h"
 #include "model/model_config.h"
 
 namespace sinklm {
-
-// The text of sink token `index` of `count`: "<|sink|>" for one, "<|sink_0|>", "<|sink_1|>", ... for several; the
-// name both the Hugging Face view and GGUF give it.
-std::string sink_token_text(size_t index, size_t count);
 
 struct HfTokenizerFiles {
   nlohmann::json tokenizer;         // tokenizer.json

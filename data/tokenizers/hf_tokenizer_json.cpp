@@ -127,6 +127,11 @@ json hf_tokenizer_json(const std::string& tokenizer_file) {
     json root = read_json_file_for_tokenizer(tokenizer_file);
     tokenizer_from_json(root, tokenizer_file);  // refuses what sinklm does not read, naming the component
     root["post_processor"] = nullptr;  // sinklm never applied it: ids equal sinklm's only without it
+    auto& added = root["added_tokens"];  // nor a Hugging Face view's sink tokens (read_added_tokens leaves them out)
+    if (added.is_array())
+      added.erase(std::remove_if(added.begin(), added.end(), [](const json& t) {
+                    return t.value("special", false) && is_sink_token_text(t.value("content", ""));
+                  }), added.end());
     return root;
   }
   fail(tokenizer_file, ": no Hugging Face tokenizer.json can be written for this file (expected tokenizer.json, "

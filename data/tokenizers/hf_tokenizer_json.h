@@ -1,7 +1,8 @@
 // A tokenizer as Hugging Face `tokenizers` reads it: the tokenizer.json JSON of any tokenizer file sinklm
 // reads, so that a checkpoint can be handed to transformers (and lm-eval's `hf` backend) with its tokenizer.
-//   tokenizer.json   the file's own JSON, post_processor removed (sinklm never applies one; the caller
-//                    sets what a model needs, e.g. its sink tokens: export/hf_tokenizer_files.h)
+//   tokenizer.json   the file's own JSON, post_processor and sink tokens removed (sinklm never applies one nor
+//                    reads the other; the caller sets what a model needs, e.g. its sink tokens:
+//                    export/hf_tokenizer_files.h)
 //   vocab.json + merges.txt, *.tiktoken
 //                    byte-level BPE: model {type BPE, vocab (GPT-2's byte alphabet), merges [[l, r], ...]
 //                    in rank order, ignore_merges for tiktoken}, pre_tokenizer ByteLevel (GPT-2's pattern),

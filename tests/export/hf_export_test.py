@@ -88,6 +88,31 @@ def check_tokens_and_logits(checkpoint, tokenizer_json, sink, work):
     return model, ours
 
 
+def check_view_read_back(checkpoint, ours, sink, work):
+    """The Hugging Face view's tokenizer.json (the sink added) handed back to sinklm as --tokenizer: the sink
+    token is left out, so the ids are the run's own and the checkpoint takes it."""
+    view = os.path.join(checkpoint, "tokenizer.json")
+    text = fx.held_out_text()
+    check(sinklm_ids(view, text) == ours, "sinklm tokenize with the view's tokenizer.json: the run's own ids")
+    literal = sinklm_ids(view, "a <|sink|> b")
+    check(sink not in literal, "a literal <|sink|> in a prompt is text, not the sink id", str(literal))
+    text_file = os.path.join(work, "held_out.txt")
+    with open(text_file, "w") as f:
+        f.write(text)
+    runs = {}
+    for name in ("tokenizer.json", "sinklm.tokenizer.json"):
+        p = run_sinklm("stream", "--checkpoint", checkpoint, "--tokenizer", os.path.join(checkpoint, name), "--text",
+                       text_file, "--max-tokens", 200, "--threads", 1, "--json", os.path.join(work, name + ".stream"),
+                       expect=None)
+        if p.returncode == 0:
+            run = json.load(open(os.path.join(work, name + ".stream")))["runs"][0]
+            runs[name] = (run["scored_tokens"], run["ppl"])
+        else:
+            runs[name] = p.stderr.strip()[-300:]
+    check(runs["tokenizer.json"] == runs["sinklm.tokenizer.json"],
+          "stream --tokenizer CHECKPOINT/tokenizer.json (the view) scores as with the run's own", str(runs))
+
+
 def check_greedy(checkpoint, model, ids, sink):
     prompt = ids[:16]
     with torch.no_grad():
@@ -157,6 +182,7 @@ def main():
             sink = json.load(f)["sink"]["token_ids"][0]
         check_files(checkpoint, tokenizer_json, sink)
         model, ids = check_tokens_and_logits(checkpoint, tokenizer_json, sink, work)
+        check_view_read_back(checkpoint, ids, sink, work)
         check_greedy(checkpoint, model, ids, sink)
         check_quantized_export(checkpoint, ids, sink, work)
         check_families(work)

@@ -1,6 +1,7 @@
 #include "data/tokenizers/bpe/added_tokens.h"
 
 #include <algorithm>
+#include <regex>
 
 #include "core/error.h"
 
@@ -47,6 +48,15 @@ SpecialTokenIds special_ids_by_name(const std::vector<AddedToken>& tokens) {
   };
   return {first_of({"<|endoftext|>", "<|end_of_text|>", "</s>"}), first_of({"<|begin_of_text|>", "<s>"}),
           first_of({"<|padding|>", "<pad>"})};
+}
+
+std::string sink_token_text(size_t index, size_t count) {
+  return count == 1 ? "<|sink|>" : "<|sink_" + std::to_string(index) + "|>";
+}
+
+bool is_sink_token_text(const std::string& content) {
+  static const std::regex name(R"(<\|sink(_[0-9]+)?\|>)");
+  return std::regex_match(content, name);
 }
 
 }  // namespace sinklm

@@ -41,4 +41,12 @@ struct SpecialTokenIds {
 };
 SpecialTokenIds special_ids_by_name(const std::vector<AddedToken>& tokens);
 
+// The text of sink token `index` of `count`: "<|sink|>" for one, "<|sink_0|>", "<|sink_1|>", ... for several; the
+// name the Hugging Face view (export/hf_tokenizer_files.h) and GGUF give a model's sink tokens.
+std::string sink_token_text(size_t index, size_t count);
+// Whether `content` is such a name. sinklm puts a model's sink tokens in front of every sequence itself, so a
+// tokenizer.json read back leaves them out (read_added_tokens): its ids are then those of the tokenizer the
+// model was trained with, and a prompt's literal "<|sink|>" is text, not the sink.
+bool is_sink_token_text(const std::string& content);
+
 }  // namespace sinklm

@@ -47,6 +47,7 @@ std::vector<AddedToken> read_added_tokens(const json& root, const std::string& p
         fail(path, ": added token '", t.value("content", ""), "' sets ", flag, ", which sinklm does not support");
     AddedToken token{t.at("content").get<std::string>(), t.at("id").get<uint32_t>(), t.value("special", false)};
     if (token.content.empty()) fail(path, ": added token ", token.id, " is empty");
+    if (token.special && is_sink_token_text(token.content)) continue;  // a model's sink: sinklm places it itself
     tokens.push_back(std::move(token));
   }
   return tokens;

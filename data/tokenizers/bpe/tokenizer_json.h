@@ -23,7 +23,8 @@ std::unique_ptr<Tokenizer> tokenizer_from_json(const nlohmann::json& root, const
 nlohmann::json read_json_file_for_tokenizer(const std::string& path);
 // model: type BPE, deterministic (no dropout), no subword prefix or suffix; UserError naming the key.
 void check_bpe_model(const nlohmann::json& model, const std::string& path);
-// added_tokens: content, id, special; UserError for an empty one or the flags sinklm does not implement.
+// added_tokens: content, id, special, without the special sink tokens of a Hugging Face view (added_tokens.h:
+// is_sink_token_text); UserError for an empty one or the flags sinklm does not implement.
 std::vector<AddedToken> read_added_tokens(const nlohmann::json& root, const std::string& path);
 // One entry of model.merges: "left right" or [left, right].
 std::pair<std::string, std::string> merge_pair(const nlohmann::json& entry, const std::string& path, size_t rank);
