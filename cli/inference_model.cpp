@@ -106,7 +106,9 @@ CacheOptions cache_options(const CacheFlags& f, const ModelConfig& model, int64_
   o.window = f.window;
   o.sinks = f.sinks;
   o.positions = parse_position_rule(f.positions, "--positions");
-  if (f.kv_dtype == "auto") o.kv_format = weights == WeightFormat::Bf16 ? KvFormat::Bf16 : KvFormat::Fp32;
+  // auto: the weights' dtype; recompute keeps no K/V, so only fp32 applies to it
+  const bool bf16 = weights == WeightFormat::Bf16 && f.cache != "recompute";
+  if (f.kv_dtype == "auto") o.kv_format = bf16 ? KvFormat::Bf16 : KvFormat::Fp32;
   else o.kv_format = parse_kv_format(f.kv_dtype, "--kv-dtype");
   o.retrieval_window = f.retrieval_window;
   if (!f.head_policy.empty()) o.head_roles = std::make_shared<HeadRoles>(read_head_roles(f.head_policy));

@@ -97,6 +97,7 @@ RecallPolicy recall_policy(const std::string& item, const CacheOptions& cache, c
   if (o.policy == "heads" && !value.empty()) o.head_roles = std::make_shared<HeadRoles>(read_head_roles(value, "--recall-policies heads:"));
   else if (!value.empty()) o.window = parse_integer(value, 1, "--recall-policies " + item);
   if (o.policy == "window") o.sinks = 0;
+  if (o.policy == "recompute") o.kv_format = KvFormat::Fp32;  // it keeps no K/V to store in any other format
   if (o.policy != "heads") o.head_roles = nullptr, o.retrieval_window = kFollowModel;
   std::string label = recall_policy_label(o, model);
   if (o.policy == "heads" && !value.empty())

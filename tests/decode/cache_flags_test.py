@@ -34,6 +34,9 @@ def check_kv_auto(work, ckpt, commands):
     bench = json.loads(run_sinklm(*on_bf16("bench-decode"), "--window", 32).stdout)
     check(bench["kv_dtype"] == "bf16" and bench["weights"] == "bf16", "bench-decode, bf16 weights: bf16 K/V",
           {k: bench[k] for k in ("kv_dtype", "weights")})
+    recompute = json.loads(run_sinklm(*on_bf16("bench-decode"), "--window", 32, "--cache", "recompute").stdout)
+    check(recompute["kv_dtype"] == "fp32", "bench-decode, bf16 weights, recompute (no K/V): fp32, not refused",
+          recompute["kv_dtype"])
     asked = json.loads(run_sinklm(*on_bf16("bench-decode"), "--window", 32, "--kv-dtype", "fp32").stdout)
     check(asked["kv_dtype"] == "fp32", "bench-decode, bf16 weights, --kv-dtype fp32: as asked", asked["kv_dtype"])
     server, base = start_server(bf16, "--session-dir", os.path.join(work, "bf16-sessions"), "--threads", "1",
