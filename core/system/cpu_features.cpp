@@ -1,5 +1,11 @@
 #include "core/system/cpu_features.h"
 
+#if defined(__x86_64__) && defined(__linux__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #include <cstdlib>
 #include <string>
 
@@ -8,21 +14,41 @@
 namespace sinklm {
 namespace {
 
-// The widest set SINKLM_CPU_ISA allows: 2 all, 1 AVX2, 0 none.
+// The widest set SINKLM_CPU_ISA allows: 3 all, 2 AVX-512 without AMX, 1 AVX2, 0 none.
 int isa_cap() {
   const char* asked = std::getenv("SINKLM_CPU_ISA");
   const std::string value = asked ? asked : "";
-  if (value.empty() || value == "avx512") return 2;
+  if (value.empty() || value == "amx") return 3;
+  if (value == "avx512") return 2;
   if (value == "avx2") return 1;
   if (value == "none") return 0;
-  fail("SINKLM_CPU_ISA='", value, "': expected avx512 (the default: what the CPU has), avx2 or none");
+  fail("SINKLM_CPU_ISA='", value, "': expected amx (the default: what the CPU has), avx512, avx2 or none");
+}
+
+// AMX-TILE and AMX-BF16 (CPUID leaf 7: EDX bits 24 and 22), and the kernel's leave to use the tile data: Linux
+// grants it per process on request (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA); a tile instruction
+// without it is SIGILL.
+bool amx_bf16_usable() {
+#if defined(__x86_64__) && defined(__linux__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) || !(d & (1u << 22))) return false;
+  constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
 }
 
 }  // namespace
 
 bool isa_allowed(InstructionSet set) {
   static const int cap = isa_cap();
-  return cap >= (set == InstructionSet::Avx512 ? 2 : 1);
+  return cap >= (set == InstructionSet::Amx ? 3 : set == InstructionSet::Avx512 ? 2 : 1);
+}
+
+bool cpu_has_amx_bf16() {
+  static const bool present = isa_allowed(InstructionSet::Amx) && cpu_has_avx512_bf16() && amx_bf16_usable();
+  return present;
 }
 
 }  // namespace sinklm

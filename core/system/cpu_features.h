@@ -3,8 +3,9 @@
 // binary runs on every x86-64 CPU.
 //
 // SINKLM_CPU_ISA caps what the kernels may use below what the CPU has (as ATEN_CPU_CAPABILITY caps LibTorch's):
-// `avx512` (the default: everything present), `avx2` (the AVX2 kernels and LibTorch's ops, as on a CPU without
-// AVX-512) or `none` (LibTorch's ops only). Tests and benchmarks run the narrower paths on a wider CPU with it.
+// `amx` (the default: everything present), `avx512` (the AVX-512 kernels, not the AMX tiles), `avx2` (the AVX2
+// kernels and LibTorch's ops, as on a CPU without AVX-512) or `none` (LibTorch's ops only). Tests and benchmarks
+// run the narrower paths on a wider CPU with it. (LibTorch's own products use AMX through oneDNN regardless.)
 #pragma once
 
 namespace sinklm {
@@ -16,8 +17,10 @@ namespace sinklm {
 #endif
 
 // The vector instruction sets the kernels of model/kernels/ are written for, widest first.
-enum class InstructionSet { Avx512, Avx2 };
-inline const char* instruction_set_name(InstructionSet set) { return set == InstructionSet::Avx512 ? "AVX-512" : "AVX2"; }
+enum class InstructionSet { Amx, Avx512, Avx2 };
+inline const char* instruction_set_name(InstructionSet set) {
+  return set == InstructionSet::Amx ? "AMX" : set == InstructionSet::Avx512 ? "AVX-512" : "AVX2";
+}
 
 // Whether SINKLM_CPU_ISA lets the kernels use `set` (core/system/cpu_features.cpp; a value it does not know is a
 // UserError naming the variable).
@@ -39,6 +42,10 @@ inline bool cpu_has_avx512_vnni() {
   static const bool present = cpu_has_avx512f() && SINKLM_CPU_HAS("avx512bw") && SINKLM_CPU_HAS("avx512vnni");
   return present;
 }
+
+// AMX-TILE and AMX-BF16 (Intel Sapphire Rapids and later) with the process's leave to use the tiles, asked of
+// the kernel once here, and AVX512-BF16 beside them: the prompt attention of model/kernels/amx_attention.h.
+bool cpu_has_amx_bf16();
 
 // AVX2 with FMA (and F16C, which every such CPU has): the bf16 and int8 few-row products on CPUs without those
 // AVX-512 sets, and the decode attention over bfloat16 and int8 K/V (model/kernels/cache_attention_kernel.h).

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "model/kernels/amx_attention.h"
 
 namespace sinklm {
 namespace {
@@ -62,6 +63,10 @@ torch::Tensor blocked_chunk_attention(const std::vector<KeyRun>& runs, const tor
   const auto scale = static_cast<float>(score_scale(q));
   auto state = start_with_sink(sink, sink_queries, H, T, D);
   for (const auto& run : runs) {
+    if (amx_attention_applies(run.queries)) {  // the whole run on AMX tiles: its scores never leave L1
+      amx_attention_fold(run.queries, run.keys, run.values, run.positions, visibility, scale, state);
+      continue;
+    }
     for (int64_t b = 0; b < run.keys.size(1); b += kKeyBlock) {
       const int64_t n = std::min(kKeyBlock, run.keys.size(1) - b);
       const auto positions = run.positions.narrow(0, b, n).contiguous();

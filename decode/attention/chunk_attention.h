@@ -8,7 +8,8 @@
 //    kKeyBlock columns, each [H, T, N] product a batched matmul in the runs' dtype (oneDNN: AMX or AVX512-BF16
 //    for bf16), folded into a running softmax by model/kernels/online_softmax_kernel.h, then mixed into the
 //    outputs. Blocks no query of the chunk sees are skipped, so a prompt pays for the keys it has, not for the
-//    cache's capacity. Nothing of size [T, S + capacity + T] exists.
+//    cache's capacity. Nothing of size [T, S + capacity + T] exists. On a CPU with AMX-BF16, a bf16 run is
+//    folded whole by model/kernels/amx_attention.h instead (float32 scores that never leave L1).
 //  - reference (any device, any normaliser): one [H, T, S + capacity + T] float32 score buffer, the mask from
 //    the positions, softmax_with_sink (model/sink.h), and the products of its column blocks with the values.
 #pragma once

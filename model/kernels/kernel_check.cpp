@@ -22,6 +22,7 @@
 #include "core/error.h"
 #include "core/system/cpu_features.h"
 #include "model/attention/attention.h"
+#include "model/kernels/amx_attention.h"
 #include "model/kernels/cache_attention_kernel.h"
 #include "model/kernels/few_row_matmul.h"
 #include "model/kernels/online_softmax_kernel.h"
@@ -200,6 +201,40 @@ void check_online_softmax(int64_t H, int64_t T, int64_t N, torch::ScalarType dty
          }));
 }
 
+// A prompt chunk's attention over one run of keys on AMX tiles. Agreement: against its scalar reference, the
+// outputs normalised by the sums (their reference maxima differ by design), within the rounding of a bf16
+// probability (2^-8 relative) times the largest value. Time: against the path it replaces, key blocks of 256 as
+// oneDNN batched matmuls around fold_score_block. Positions: a full ring below the chunk, every key seen.
+void check_amx_attention(int64_t H, int64_t T, int64_t N, int64_t D) {
+  const auto q = torch::randn({H, T, D}).to(torch::kBFloat16);
+  if (!amx_attention_applies(q) || !fold_score_block_kernel_applies(q)) return;
+  const auto k = torch::randn({H, N, D}).to(torch::kBFloat16), values = torch::randn({H, N, D}).to(torch::kBFloat16);
+  const auto positions = torch::arange(N, torch::kInt64);
+  const WindowVisibility v{N, 0, WindowVisibility::kUnbounded};
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  const auto fresh = [&] {
+    return OnlineSoftmax{torch::full({H, T}, -INFINITY), torch::zeros({H, T}), torch::zeros({H, T, D})};
+  };
+  auto kernel = fresh(), reference = fresh();
+  amx_attention_fold(q, k, values, positions, v, scale, kernel);
+  amx_attention_fold_reference(q, k, values, positions, v, scale, reference);
+  const auto normalised = [](const OnlineSoftmax& s) { return s.out / s.sum.unsqueeze(-1); };
+  const auto blocked = [&] {
+    auto s = fresh();
+    for (int64_t b = 0; b < N; b += 256) {
+      const int64_t n = std::min<int64_t>(256, N - b);
+      auto scores = torch::bmm(q, k.narrow(1, b, n).transpose(1, 2));
+      fold_score_block(scores, positions.narrow(0, b, n).contiguous(), v, scale, s);
+      s.out.add_(torch::bmm(scores, values.narrow(1, b, n)));
+    }
+  };
+  report("amx_attention bf16", str_shape({H, T, N, D}), max_difference(normalised(kernel), normalised(reference)),
+         std::ldexp(1.0, -8) * values.abs().max().item<double>(), median_ms(blocked), median_ms([&] {
+           auto s = fresh();
+           amx_attention_fold(q, k, values, positions, v, scale, s);
+         }));
+}
+
 }  // namespace
 }  // namespace sinklm
 
@@ -237,6 +272,7 @@ int main(int argc, char** argv) {
     check_token_scores(256, 50304);          // a prefill chunk of pythia's vocabulary
     check_online_softmax(12, 256, 256, torch::kBFloat16);  // a key block of a pythia-160m prompt chunk
     check_online_softmax(12, 256, 256, torch::kFloat32);
+    check_amx_attention(12, 256, 1024, 64);  // a pythia-160m prompt chunk over a 1024-entry ring (AMX CPUs)
   } else {
     std::printf("(no AVX-512F: AVX2 runs the bf16 and int8 few-row tiles and bfloat16 decode attention; the other "
                 "kernels are LibTorch's ops here)\n");

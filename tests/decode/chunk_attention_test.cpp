@@ -1,8 +1,10 @@
 // A prompt chunk's attention against a stream cache's runs of keys (decode/attention/chunk_attention.h): the
-// online softmax kernel against its scalar reference (model/kernels/online_softmax_kernel.h), and the blocked
+// online softmax kernel and the AMX run kernel against their scalar references (model/kernels/
+// online_softmax_kernel.h, amx_attention.h), and the blocked
 // path against the one-buffer reference, over rings with empty slots, evicted and scrambled positions, blocks no
 // query sees, and every sink column.
 #include "decode/attention/chunk_attention.h"
+#include "model/kernels/amx_attention.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -71,6 +73,56 @@ TEST(OnlineSoftmaxKernel, FoldsABlockAsTheScalarReferenceDoes) {
           // Something was folded, something was hidden, and the rows' history was rescaled.
           EXPECT_GT(reference_scores.to(torch::kFloat32).gt(0).sum().item<int64_t>(), 0) << label;
           EXPECT_FALSE(torch::equal(reference.out, start.out)) << label;
+        }
+      }
+    }
+  }
+}
+
+// The AMX kernel folds a whole run as its scalar reference does, up to where their reference maxima differ
+// (lazy rescaling): the log of each row's sum relative to its maximum, and the normalised output, which moves
+// by at most the rounding of a probability to bf16 (2^-8 relative) times the largest value.
+TEST(AmxAttentionKernel, FoldsARunAsTheScalarReferenceDoes) {
+  if (!amx_attention_applies(torch::zeros({1, 1, 64}, torch::kBFloat16))) GTEST_SKIP() << "no AMX-BF16 on this CPU";
+  const int64_t H = 3;
+  for (int64_t D : {32, 64}) {
+    for (int64_t T : {37, 16}) {
+      for (int64_t N : {5, 40, 70, 300}) {
+        for (const WindowVisibility v : {WindowVisibility{100, 0, WindowVisibility::kUnbounded},
+                                         WindowVisibility{100, 2, 30}, WindowVisibility{3, 4, 8}}) {
+          for (bool ordered : {false, true}) {
+            torch::manual_seed(N + D + T);
+            const int64_t from = std::max<int64_t>(0, v.first_query - 10);
+            auto positions =
+                ordered ? torch::arange(from, from + N, torch::kInt64) : torch::randint(-1, 140, {N}, torch::kInt64);
+            if (!ordered) positions[0] = 1;  // a sink (below S when S > 0)
+            // Keys a view with a row stride, as a cache's ring is, or (a few) stored [H, D, N] as its sinks are;
+            // scores large enough to raise the maximum late.
+            const auto q = (torch::randn({H, T, D}) * 2).to(torch::kBFloat16);
+            const auto k = N > 5 ? (torch::randn({H, N, 2 * D}) * 2).to(torch::kBFloat16).narrow(2, D / 2, D)
+                                 : (torch::randn({H, D, N}) * 2).to(torch::kBFloat16).transpose(1, 2);
+            const auto values = N > 5 ? torch::randn({H, N, D}).to(torch::kBFloat16)
+                                      : torch::randn({H, D, N}).to(torch::kBFloat16).transpose(1, 2);
+            auto start = state_with_history(H, T, D);
+            auto kernel = clone(start), reference = clone(start);
+            amx_attention_fold(q, k, values, positions, v, 0.125f, kernel);
+            amx_attention_fold_reference(q, k, values, positions, v, 0.125f, reference);
+            const auto label = "D " + std::to_string(D) + " T " + std::to_string(T) + " N " + std::to_string(N) +
+                               " S " + std::to_string(v.sinks) + " R " + std::to_string(v.recent) +
+                               (ordered ? " ordered" : "");
+            const auto seen = reference.max.isfinite();
+            ASSERT_TRUE(torch::equal(kernel.max.isfinite(), seen)) << label;
+            const auto lag = (reference.max - kernel.max).masked_select(seen);
+            EXPECT_TRUE(lag.ge(-1e-5).all().item<bool>() && lag.le(kLazyRescale).all().item<bool>()) << label;
+            const auto log_sum = [&](const OnlineSoftmax& s) { return (s.sum.log() + s.max).masked_select(seen); };
+            expect_close(log_sum(kernel), log_sum(reference), 1e-5, 1e-5, label + " log sums");
+            const auto normalised = [](const OnlineSoftmax& s) { return s.out / s.sum.unsqueeze(-1); };
+            const double bound = std::ldexp(1.0, -8) * values.abs().max().item<double>();
+            expect_close(normalised(kernel), normalised(reference), 1e-5, bound, label + " outputs");
+            // Rows that see nothing keep their history exactly.
+            const auto unseen = (start.max == reference.max) & (start.sum == reference.sum);
+            EXPECT_TRUE(torch::equal(kernel.out.index({unseen}), start.out.index({unseen}))) << label;
+          }
         }
       }
     }

@@ -1,0 +1,467 @@
+#include "model/kernels/amx_attention.h"
+
+#include <ATen/Parallel.h>
+#include <c10/util/BFloat16.h>
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "core/error.h"
+#include "core/system/cpu_features.h"
+#include "model/kernels/avx512_math.h"
+
+namespace sinklm {
+namespace {
+
+using c10::BFloat16;
+constexpr float kMinusInfinity = -std::numeric_limits<float>::infinity();
+constexpr int64_t kTileRows = 16;  // rows of every tile, and the query rows of a block
+constexpr int64_t kKeyStep = 32;   // keys per step: two score tiles, the inner size of one value product
+constexpr int64_t kMaxHead = 64;
+
+// One run's tensors as pointers and element strides, its shapes checked.
+struct Run {
+  const BFloat16* q;
+  int64_t q_head, q_row;
+  const BFloat16* k;
+  int64_t k_head, k_row;
+  const int64_t* positions;
+  int64_t H, T, N, D;
+  float *max, *sum, *out;  // the state: [H, T], [H, T], [H, T, D] contiguous
+};
+
+Run run_of(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& positions,
+           const OnlineSoftmax& state) {
+  SINKLM_ASSERT(q.dim() == 3 && k.dim() == 3 && k.sizes() == v.sizes() && k.size(0) == q.size(0) &&
+                    k.size(2) == q.size(2),
+                "amx attention: queries [H, T, D], keys and values [H, N, D]");
+  for (const auto* t : {&q, &k, &v})
+    SINKLM_ASSERT(t->scalar_type() == torch::kBFloat16 && t->device().is_cpu() && t->stride(2) == 1,
+                  "amx attention: bf16 on the CPU, rows contiguous: ", t->sizes(), " strides ", t->strides());
+  SINKLM_ASSERT(positions.scalar_type() == torch::kInt64 && positions.is_contiguous() &&
+                    positions.numel() == k.size(1),
+                "amx attention: positions [N] int64");
+  const int64_t H = q.size(0), T = q.size(1), D = q.size(2);
+  for (const auto* t : {&state.max, &state.sum, &state.out})
+    SINKLM_ASSERT(t->scalar_type() == torch::kFloat32 && t->is_contiguous() && t->size(0) == H && t->size(1) == T,
+                  "online softmax state must be float32 [H, T(, D)] contiguous");
+  return {q.data_ptr<BFloat16>(), q.stride(0), q.stride(1), k.data_ptr<BFloat16>(), k.stride(0), k.stride(1),
+          positions.data_ptr<int64_t>(), H, T, k.size(1), D, state.max.data_ptr<float>(),
+          state.sum.data_ptr<float>(), state.out.data_ptr<float>()};
+}
+
+// The tiles read rows: a run stored otherwise (a cache's sinks are [H, D, S]) is copied, as small as it is.
+torch::Tensor row_major(const torch::Tensor& t) { return t.stride(2) == 1 ? t : t.contiguous(); }
+
+// The positions of a step of kKeyStep keys, computed once per run: whether each of its slots holds a key
+// (the run may end inside it), and the least and greatest held position. Most steps of a long prompt are seen
+// whole by every row of a block, or by none, which spares them the per-key masks.
+struct StepRange {
+  bool all_held = true, any_held = false;
+  int64_t least = 0, greatest = 0;
+};
+
+std::vector<StepRange> step_ranges(const int64_t* positions, int64_t N) {
+  std::vector<StepRange> steps((N + kKeyStep - 1) / kKeyStep);
+  for (int64_t j = 0; j < N; ++j) {
+    StepRange& r = steps[j / kKeyStep];
+    const int64_t p = positions[j];
+    if (p < 0) {
+      r.all_held = false;
+      continue;
+    }
+    r.least = r.any_held ? std::min(r.least, p) : p;
+    r.greatest = r.any_held ? std::max(r.greatest, p) : p;
+    r.any_held = true;
+  }
+  if (N % kKeyStep) steps.back().all_held = false;
+  return steps;
+}
+
+// Whether no row of a block (stream positions t0 .. t_last) sees a key of the step, or every row sees all.
+bool seen_by_none(const StepRange& r, int64_t t0, int64_t t_last, const WindowVisibility& v) {
+  return !r.any_held || r.least > t_last || (r.least >= v.sinks && r.greatest + v.recent <= t0);
+}
+bool seen_whole(const StepRange& r, int64_t t0, int64_t t_last, const WindowVisibility& v) {
+  return r.all_held && r.greatest <= t0 && (r.greatest < v.sinks || t_last < r.least + v.recent);
+}
+
+// The rows of a block (query i at stream position t0 + i, `valid` the rows the chunk has) that see the key at
+// position p: WindowVisibility::sees as an interval of rows, p <= t and (p < sinks or t < p + recent).
+uint32_t rows_seeing(int64_t p, int64_t t0, uint32_t valid, const WindowVisibility& v) {
+  if (p < 0) return 0;
+  const int64_t lo = std::max<int64_t>(0, p - t0);
+  const int64_t hi = p < v.sinks ? kTileRows : std::min<int64_t>(kTileRows, p + v.recent - t0);
+  if (lo >= hi) return 0;
+  return valid & ((1u << hi) - 1) & ~((1u << lo) - 1);
+}
+
+// Every tile is 16 rows of 64 bytes. Tiles 0-1: the block's queries (B operand of the scores, dims 0-31 and
+// 32-63), then values (A); 2: keys, then values (A operands); 3: scores (C), then probabilities (B); 4-7:
+// outputs (C), 16 dims each. The layout is ldtilecfg's 64 bytes.
+struct alignas(64) TileConfig {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// A thread's buffers between the tiles and the vector registers, 13 KiB (L1).
+struct alignas(64) Scratch {
+  uint32_t q[kMaxHead / 2][kTileRows];  // queries, bf16 pairs: [dim pair][row] (B operand)
+  float s[2][kKeyStep][kTileRows];      // scores, transposed: [key][row], this step's and the next's
+  uint32_t p[kKeyStep / 2][kTileRows];  // probabilities, bf16 pairs: [key pair][row] (B operand)
+  float o[kMaxHead][kTileRows];         // outputs, transposed: [dim][row]
+  BFloat16 k[kTileRows][kMaxHead];      // a last, partial tile of keys, zero-padded
+};
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512bf16,amx-tile,amx-bf16")
+
+// GCC's tileloadd has no memory clobber: without the barrier a store to the buffer could sink below the load.
+#define SINKLM_TILE_LOAD(tile, base, stride) \
+  do {                                       \
+    asm volatile("" ::: "memory");           \
+    _tile_loadd(tile, base, stride);         \
+  } while (0)
+
+void load_tile_config() {
+  static const TileConfig config = [] {
+    TileConfig c;
+    for (int i = 0; i < 8; ++i) c.colsb[i] = 64, c.rows[i] = kTileRows;
+    return c;
+  }();
+  _tile_loadconfig(&config);
+}
+
+template <int D>
+void load_output_tiles(Scratch& w) {
+  SINKLM_TILE_LOAD(4, &w.o[0][0], 64);
+  SINKLM_TILE_LOAD(5, &w.o[16][0], 64);
+  if constexpr (D == 64) {
+    SINKLM_TILE_LOAD(6, &w.o[32][0], 64);
+    SINKLM_TILE_LOAD(7, &w.o[48][0], 64);
+  }
+}
+
+template <int D>
+void store_output_tiles(Scratch& w) {
+  _tile_stored(4, &w.o[0][0], 64);
+  _tile_stored(5, &w.o[16][0], 64);
+  if constexpr (D == 64) {
+    _tile_stored(6, &w.o[32][0], 64);
+    _tile_stored(7, &w.o[48][0], 64);
+  }
+}
+
+// Scores of keys k0 .. k0 + 31 against the block's rows, into s ([key][row]; a tile past N is not computed,
+// its rows are masked).
+template <int D>
+void score_tiles(const Run& run, int64_t h, int64_t k0, float (*s)[kTileRows], Scratch& w) {
+  for (int64_t j = 0; j < 2 && k0 + j * kTileRows < run.N; ++j) {
+    const int64_t first = k0 + j * kTileRows, n = std::min(kTileRows, run.N - first);
+    const BFloat16* k = run.k + h * run.k_head + first * run.k_row;
+    int64_t stride = run.k_row * 2;
+    if (n < kTileRows) {  // the tile would read past the run
+      std::memset(w.k, 0, sizeof(w.k));
+      for (int64_t r = 0; r < n; ++r) std::memcpy(w.k[r], k + r * run.k_row, D * sizeof(BFloat16));
+      k = &w.k[0][0], stride = sizeof(w.k[0]);
+    }
+    _tile_zero(3);
+    SINKLM_TILE_LOAD(2, k, stride);
+    _tile_dpbf16ps(3, 2, 0);
+    if constexpr (D == 64) {
+      SINKLM_TILE_LOAD(2, k + 32, stride);
+      _tile_dpbf16ps(3, 2, 1);
+    }
+    _tile_stored(3, &s[j * kTileRows][0], 64);
+  }
+}
+
+// A 16 x 16 transpose of 32-bit elements in registers (rows in, columns out): pairs of rows interleaved by
+// 32 bits, then by 64, then 128-bit lanes twice.
+void transpose16x16(__m512i* r) {
+  __m512i t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {  // r[4i + j], lane L: column 4L + j of rows 4i .. 4i + 3
+    r[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+    r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+    r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+    r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+  }
+  for (int j = 0; j < 4; ++j) {
+    t[j] = _mm512_shuffle_i32x4(r[j], r[4 + j], 0x88);
+    t[4 + j] = _mm512_shuffle_i32x4(r[j], r[4 + j], 0xdd);
+    t[8 + j] = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0x88);
+    t[12 + j] = _mm512_shuffle_i32x4(r[8 + j], r[12 + j], 0xdd);
+  }
+  for (int j = 0; j < 4; ++j) {
+    r[j] = _mm512_shuffle_i32x4(t[j], t[8 + j], 0x88);
+    r[8 + j] = _mm512_shuffle_i32x4(t[j], t[8 + j], 0xdd);
+    r[4 + j] = _mm512_shuffle_i32x4(t[4 + j], t[12 + j], 0x88);
+    r[12 + j] = _mm512_shuffle_i32x4(t[4 + j], t[12 + j], 0xdd);
+  }
+}
+
+// values[h] [N, D] → [D][Np], Np = N rounded up to kKeyStep, zeros past N: the A operand of the value
+// product, a tile 16 dims by 32 keys. For each step of 32 keys and 16 dims, the keys are paired into 32-bit
+// elements (key 2i in the low half) and the 16 pairs x 16 dims transposed in registers.
+template <int D>
+void pack_values_transposed(const torch::Tensor& values, int64_t h, int64_t Np, BFloat16* out) {
+  const int64_t N = values.size(1), row = values.stride(1);
+  const BFloat16* v = values.data_ptr<BFloat16>() + h * values.stride(0);
+  const auto key = [&](int64_t n, int64_t d0) {
+    return n < N ? _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + n * row + d0)))
+                 : _mm512_setzero_si512();
+  };
+  for (int64_t k0 = 0; k0 < Np; k0 += kKeyStep)
+    for (int64_t d0 = 0; d0 < D; d0 += 16) {
+      __m512i r[16];
+      for (int64_t i = 0; i < 16; ++i)
+        r[i] = _mm512_or_si512(key(k0 + 2 * i, d0), _mm512_slli_epi32(key(k0 + 2 * i + 1, d0), 16));
+      transpose16x16(r);
+      for (int64_t j = 0; j < 16; ++j) _mm512_storeu_si512(out + (d0 + j) * Np + k0, r[j]);
+    }
+}
+
+// Raises the reference maximum of every row to the block's (`top`): sums and the outputs in the tiles rescaled.
+template <int D>
+__m512 raise_maximum(__m512 m, __m512 top, __m512& sum, Scratch& w) {
+  const __m512 raised = _mm512_max_ps(m, top);
+  // exp_ps is 0 below -87: a row's first visible key (m = -inf) and a row with nothing yet (-inf - -inf) give
+  // 0, where sum and out are 0.
+  const __m512 alpha = exp_ps(_mm512_sub_ps(m, raised));
+  sum = _mm512_mul_ps(sum, alpha);
+  store_output_tiles<D>(w);
+  for (int d = 0; d < D; ++d) _mm512_store_ps(w.o[d], _mm512_mul_ps(_mm512_load_ps(w.o[d]), alpha));
+  load_output_tiles<D>(w);
+  return raised;
+}
+
+// exp(scale · s − m) of the visible scores, added to the rows' sums and written to w.p as bf16 pairs.
+__m512 probabilities(const float (*s)[kTileRows], const uint16_t* masks, __m512 scale, __m512 m, Scratch& w) {
+  const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7,
+                                              22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  __m512 added = _mm512_setzero_ps();
+  for (int64_t i = 0; i < kKeyStep / 2; ++i) {
+    const __mmask16 even = masks[2 * i], odd = masks[2 * i + 1];
+    if (!(even | odd)) {
+      _mm512_store_si512(w.p[i], _mm512_setzero_si512());
+      continue;
+    }
+    const __m512 p0 = _mm512_maskz_mov_ps(even, exp_ps(_mm512_fmsub_ps(_mm512_load_ps(s[2 * i]), scale, m)));
+    const __m512 p1 = _mm512_maskz_mov_ps(odd, exp_ps(_mm512_fmsub_ps(_mm512_load_ps(s[2 * i + 1]), scale, m)));
+    added = _mm512_add_ps(added, _mm512_add_ps(p0, p1));
+    // [p0 rows 0-15 | p1 rows 0-15] as bf16 (round to nearest even) → pairs (p0[r], p1[r]) by row
+    const __m512i halves = (__m512i)_mm512_cvtne2ps_pbh(p1, p0);
+    _mm512_store_si512(w.p[i], _mm512_permutexvar_epi16(interleave, halves));
+  }
+  return added;
+}
+
+// out (tiles 4-7) += probabilities (w.p) · values of keys k0 .. k0 + 31 (vt: [D][Np] of the head). The value
+// tiles go to tiles 0-2 in turn (the queries are reloaded for the next scores): a tile is not renamed, so a
+// load into the tile a product still reads waits for it.
+template <int D>
+void value_product(const BFloat16* vt, int64_t Np, int64_t k0, Scratch& w) {
+  const int64_t stride = Np * 2;
+  SINKLM_TILE_LOAD(3, &w.p[0][0], 64);
+  SINKLM_TILE_LOAD(0, vt + k0, stride);
+  SINKLM_TILE_LOAD(1, vt + 16 * Np + k0, stride);
+  if constexpr (D == 64) SINKLM_TILE_LOAD(2, vt + 32 * Np + k0, stride);
+  _tile_dpbf16ps(4, 0, 3);
+  _tile_dpbf16ps(5, 1, 3);
+  if constexpr (D == 64) {
+    SINKLM_TILE_LOAD(0, vt + 48 * Np + k0, stride);
+    _tile_dpbf16ps(6, 2, 3);
+    _tile_dpbf16ps(7, 0, 3);
+  }
+}
+
+template <int D>
+void load_query_tiles(const Scratch& w) {
+  SINKLM_TILE_LOAD(0, &w.q[0][0], 64);
+  if constexpr (D == 64) SINKLM_TILE_LOAD(1, &w.q[16][0], 64);
+}
+
+// A step of kKeyStep keys some row of a block sees, with the rows that see each key.
+struct Step {
+  int64_t k0 = 0;
+  uint16_t masks[kKeyStep];
+};
+
+// The first step from key `from` on that a row of the block (rows `valid` at stream positions t0 ..) sees.
+bool next_step(const Run& run, const StepRange* ranges, int64_t from, int64_t t0, uint32_t valid,
+               const WindowVisibility& vis, Step& step) {
+  const int64_t t_last = t0 + __builtin_popcount(valid) - 1;
+  for (int64_t k0 = from; k0 < run.N; k0 += kKeyStep) {
+    const StepRange& range = ranges[k0 / kKeyStep];
+    if (seen_by_none(range, t0, t_last, vis)) continue;
+    step.k0 = k0;
+    if (seen_whole(range, t0, t_last, vis)) {
+      std::fill(step.masks, step.masks + kKeyStep, static_cast<uint16_t>(valid));
+      return true;
+    }
+    uint32_t any = 0;
+    for (int64_t r = 0; r < kKeyStep; ++r)
+      any |= step.masks[r] = k0 + r < run.N ? rows_seeing(run.positions[k0 + r], t0, valid, vis) : 0;
+    if (any) return true;
+  }
+  return false;
+}
+
+// The largest visible raw score of each row (four running maxima: one would be a chain of 32 latencies).
+__m512 step_maximum(const float (*s)[kTileRows], const uint16_t* masks) {
+  __m512 top[4];
+  for (int a = 0; a < 4; ++a) top[a] = _mm512_set1_ps(kMinusInfinity);
+  for (int64_t r = 0; r < kKeyStep; ++r) top[r % 4] = _mm512_mask_max_ps(top[r % 4], masks[r], top[r % 4], _mm512_load_ps(s[r]));
+  return _mm512_max_ps(_mm512_max_ps(top[0], top[1]), _mm512_max_ps(top[2], top[3]));
+}
+
+// One head's 16 query rows from q0 over the whole run. Software-pipelined: the next step's score product is
+// issued before this step's softmax, so the tiles compute it while the vector units take the exponentials.
+template <int D>
+void fold_query_block(const Run& run, const StepRange* ranges, const BFloat16* vt, int64_t Np, int64_t h, int64_t q0,
+                      const WindowVisibility& vis, float scale, Scratch& w) {
+  const int64_t rows = std::min(kTileRows, run.T - q0);
+  const uint32_t valid = (1u << rows) - 1;
+  const BFloat16* q = run.q + h * run.q_head + q0 * run.q_row;
+  for (int64_t r = 0; r < D / 2; ++r)
+    for (int64_t i = 0; i < kTileRows; ++i) {
+      w.q[r][i] = 0;
+      if (i < rows) std::memcpy(&w.q[r][i], q + i * run.q_row + 2 * r, 4);
+    }
+
+  float* out = run.out + (h * run.T + q0) * D;
+  for (int64_t d = 0; d < D; ++d)
+    for (int64_t i = 0; i < kTileRows; ++i) w.o[d][i] = i < rows ? out[i * D + d] : 0.0f;
+  load_output_tiles<D>(w);
+  const __mmask16 lanes = static_cast<__mmask16>(valid);
+  __m512 m = _mm512_mask_loadu_ps(_mm512_set1_ps(kMinusInfinity), lanes, run.max + h * run.T + q0);
+  __m512 sum = _mm512_maskz_loadu_ps(lanes, run.sum + h * run.T + q0);
+
+  const int64_t t0 = vis.first_query + q0;
+  const __m512 scale_v = _mm512_set1_ps(scale), lazy = _mm512_set1_ps(kLazyRescale);
+  Step steps[2];
+  int now = 0;
+  bool have = next_step(run, ranges, 0, t0, valid, vis, steps[0]);
+  if (have) {
+    load_query_tiles<D>(w);
+    score_tiles<D>(run, h, steps[0].k0, w.s[0], w);
+  }
+  while (have) {
+    const Step& step = steps[now];
+    const bool more = next_step(run, ranges, step.k0 + kKeyStep, t0, valid, vis, steps[now ^ 1]);
+    if (more) {
+      load_query_tiles<D>(w);
+      score_tiles<D>(run, h, steps[now ^ 1].k0, w.s[now ^ 1], w);
+    }
+    const __m512 top = _mm512_mul_ps(step_maximum(w.s[now], step.masks), scale_v);  // scale > 0 keeps the order
+    if (_mm512_cmp_ps_mask(top, _mm512_add_ps(m, lazy), _CMP_GT_OQ)) m = raise_maximum<D>(m, top, sum, w);
+    sum = _mm512_add_ps(sum, probabilities(w.s[now], step.masks, scale_v, m, w));
+    value_product<D>(vt, Np, step.k0, w);
+    now ^= 1;
+    have = more;
+  }
+
+  store_output_tiles<D>(w);
+  asm volatile("" ::: "memory");
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t d = 0; d < D; ++d) out[i * D + d] = w.o[d][i];
+  _mm512_mask_storeu_ps(run.max + h * run.T + q0, lanes, m);
+  _mm512_mask_storeu_ps(run.sum + h * run.T + q0, lanes, sum);
+}
+
+#undef SINKLM_TILE_LOAD
+
+// Every head in parallel: its values transposed into the thread's buffer (a head's [D][Np], 512 KiB at 4,096
+// keys, stays in L2 for its blocks of rows), then each block of 16 rows. Each thread loads the tile
+// configuration for itself (oneDNN loads its own between our calls) and releases the tiles after.
+template <int D>
+void fold_run(const Run& run, const torch::Tensor& values, const WindowVisibility& vis, float scale) {
+  const int64_t Np = (run.N + kKeyStep - 1) / kKeyStep * kKeyStep;
+  const auto ranges = step_ranges(run.positions, run.N);
+  const int64_t blocks = (run.T + kTileRows - 1) / kTileRows;
+  at::parallel_for(0, run.H, 1, [&](int64_t begin, int64_t end) {
+    thread_local Scratch w;
+    // Kept between calls, never initialised: no allocation or zero fill per layer and chunk.
+    thread_local std::unique_ptr<BFloat16[]> vt;
+    thread_local int64_t capacity = 0;
+    if (capacity < D * Np) vt.reset(new BFloat16[capacity = D * Np]);
+    load_tile_config();
+    for (int64_t h = begin; h < end; ++h) {
+      pack_values_transposed<D>(values, h, Np, vt.get());
+      for (int64_t b = 0; b < blocks; ++b)
+        fold_query_block<D>(run, ranges.data(), vt.get(), Np, h, b * kTileRows, vis, scale, w);
+    }
+    _tile_release();
+  });
+}
+
+#pragma GCC pop_options
+
+}  // namespace
+
+bool amx_attention_applies(const torch::Tensor& queries) {
+  return cpu_has_amx_bf16() && queries.device().is_cpu() && queries.scalar_type() == torch::kBFloat16 &&
+         queries.dim() == 3 && (queries.size(2) == 32 || queries.size(2) == 64);
+}
+
+void amx_attention_fold(const torch::Tensor& queries, const torch::Tensor& keys, const torch::Tensor& values,
+                        const torch::Tensor& positions, const WindowVisibility& visibility, float scale,
+                        OnlineSoftmax& state) {
+  SINKLM_ASSERT(amx_attention_applies(queries), "amx_attention_fold needs an AMX-BF16 CPU, bf16, D of 32 or 64");
+  if (keys.numel() == 0 || queries.numel() == 0) return;  // an empty run (no sinks yet) may have any strides
+  const auto q = row_major(queries), k = row_major(keys), v = row_major(values);
+  const Run run = run_of(q, k, v, positions, state);
+  if (run.D == 64) fold_run<64>(run, v, visibility, scale);
+  else fold_run<32>(run, v, visibility, scale);
+}
+
+void amx_attention_fold_reference(const torch::Tensor& queries, const torch::Tensor& keys, const torch::Tensor& values,
+                                  const torch::Tensor& positions, const WindowVisibility& visibility, float scale,
+                                  OnlineSoftmax& state) {
+  if (keys.numel() == 0 || queries.numel() == 0) return;
+  const auto q_rows = row_major(queries), k_rows = row_major(keys), v_rows = row_major(values);  // alive: run points in
+  const Run run = run_of(q_rows, k_rows, v_rows, positions, state);
+  const BFloat16* v = v_rows.data_ptr<BFloat16>();
+  std::vector<float> x(run.N);
+  for (int64_t h = 0; h < run.H; ++h)
+    for (int64_t i = 0; i < run.T; ++i) {
+      const int64_t t = visibility.first_query + i, row = h * run.T + i;
+      const BFloat16* q = run.q + h * run.q_head + i * run.q_row;
+      float m = run.max[row];
+      for (int64_t j = 0; j < run.N; ++j) {
+        if (!visibility.sees(t, run.positions[j])) continue;
+        const BFloat16* k = run.k + h * run.k_head + j * run.k_row;
+        float s = 0;
+        for (int64_t d = 0; d < run.D; ++d) s += static_cast<float>(q[d]) * static_cast<float>(k[d]);
+        x[j] = scale * s;
+        m = std::max(m, x[j]);
+      }
+      if (m == kMinusInfinity) continue;
+      const float alpha = std::exp(run.max[row] - m);
+      float* out = run.out + row * run.D;
+      run.sum[row] *= alpha;
+      for (int64_t d = 0; d < run.D; ++d) out[d] *= alpha;
+      for (int64_t j = 0; j < run.N; ++j) {
+        if (!visibility.sees(t, run.positions[j])) continue;
+        const float p = std::exp(x[j] - m);
+        run.sum[row] += p;
+        const float rounded = static_cast<float>(BFloat16(p));
+        const BFloat16* vj = v + h * v_rows.stride(0) + j * v_rows.stride(1);
+        for (int64_t d = 0; d < run.D; ++d) out[d] += rounded * static_cast<float>(vj[d]);
+      }
+      run.max[row] = m;
+    }
+}
+
+}  // namespace sinklm
