@@ -24,12 +24,11 @@ constexpr int64_t kTileRows = 16;  // rows of every tile, and the query rows of 
 constexpr int64_t kKeyStep = 32;   // keys per step: two score tiles, the inner size of one value product
 constexpr int64_t kMaxHead = 64;
 
-// One run's tensors as pointers and element strides, its shapes checked.
+// One run's queries, positions and state as pointers and element strides, the shapes checked (keys and values
+// are packed per head from their tensors).
 struct Run {
   const BFloat16* q;
   int64_t q_head, q_row;
-  const BFloat16* k;
-  int64_t k_head, k_row;
   const int64_t* positions;
   int64_t H, T, N, D;
   float *max, *sum, *out;  // the state: [H, T], [H, T], [H, T, D] contiguous
@@ -41,8 +40,10 @@ Run run_of(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& 
                     k.size(2) == q.size(2),
                 "amx attention: queries [H, T, D], keys and values [H, N, D]");
   for (const auto* t : {&q, &k, &v})
-    SINKLM_ASSERT(t->scalar_type() == torch::kBFloat16 && t->device().is_cpu() && t->stride(2) == 1,
-                  "amx attention: bf16 on the CPU, rows contiguous: ", t->sizes(), " strides ", t->strides());
+    SINKLM_ASSERT(t->scalar_type() == torch::kBFloat16 && t->device().is_cpu() &&
+                      (t->stride(2) == 1 || (t == &k && t->stride(1) == 1)),
+                  "amx attention: bf16 on the CPU, rows contiguous (keys: or columns): ", t->sizes(), " strides ",
+                  t->strides());
   SINKLM_ASSERT(positions.scalar_type() == torch::kInt64 && positions.is_contiguous() &&
                     positions.numel() == k.size(1),
                 "amx attention: positions [N] int64");
@@ -50,12 +51,11 @@ Run run_of(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& 
   for (const auto* t : {&state.max, &state.sum, &state.out})
     SINKLM_ASSERT(t->scalar_type() == torch::kFloat32 && t->is_contiguous() && t->size(0) == H && t->size(1) == T,
                   "online softmax state must be float32 [H, T(, D)] contiguous");
-  return {q.data_ptr<BFloat16>(), q.stride(0), q.stride(1), k.data_ptr<BFloat16>(), k.stride(0), k.stride(1),
-          positions.data_ptr<int64_t>(), H, T, k.size(1), D, state.max.data_ptr<float>(),
+  return {q.data_ptr<BFloat16>(), q.stride(0), q.stride(1), positions.data_ptr<int64_t>(), H, T, k.size(1), D, state.max.data_ptr<float>(),
           state.sum.data_ptr<float>(), state.out.data_ptr<float>()};
 }
 
-// The tiles read rows: a run stored otherwise (a cache's sinks are [H, D, S]) is copied, as small as it is.
+// The tiles and the transposes read rows: queries or values stored otherwise are copied (never the case in a cache).
 torch::Tensor row_major(const torch::Tensor& t) { return t.stride(2) == 1 ? t : t.contiguous(); }
 
 // The positions of a step of kKeyStep keys, computed once per run: whether each of its slots holds a key
@@ -111,13 +111,12 @@ struct alignas(64) TileConfig {
   uint8_t rows[16] = {};
 };
 
-// A thread's buffers between the tiles and the vector registers, 13 KiB (L1).
+// A thread's buffers between the tiles and the vector registers, 11 KiB (L1).
 struct alignas(64) Scratch {
   uint32_t q[kMaxHead / 2][kTileRows];  // queries, bf16 pairs: [dim pair][row] (B operand)
   float s[2][kKeyStep][kTileRows];      // scores, transposed: [key][row], this step's and the next's
   uint32_t p[kKeyStep / 2][kTileRows];  // probabilities, bf16 pairs: [key pair][row] (B operand)
   float o[kMaxHead][kTileRows];         // outputs, transposed: [dim][row]
-  BFloat16 k[kTileRows][kMaxHead];      // a last, partial tile of keys, zero-padded
 };
 
 #pragma GCC push_options
@@ -159,24 +158,16 @@ void store_output_tiles(Scratch& w) {
   }
 }
 
-// Scores of keys k0 .. k0 + 31 against the block's rows, into s ([key][row]; a tile past N is not computed,
-// its rows are masked).
+// Scores of keys k0 .. k0 + 31 (kp: the head's keys, [Np][D]) against the block's rows, into s ([key][row]).
 template <int D>
-void score_tiles(const Run& run, int64_t h, int64_t k0, float (*s)[kTileRows], Scratch& w) {
-  for (int64_t j = 0; j < 2 && k0 + j * kTileRows < run.N; ++j) {
-    const int64_t first = k0 + j * kTileRows, n = std::min(kTileRows, run.N - first);
-    const BFloat16* k = run.k + h * run.k_head + first * run.k_row;
-    int64_t stride = run.k_row * 2;
-    if (n < kTileRows) {  // the tile would read past the run
-      std::memset(w.k, 0, sizeof(w.k));
-      for (int64_t r = 0; r < n; ++r) std::memcpy(w.k[r], k + r * run.k_row, D * sizeof(BFloat16));
-      k = &w.k[0][0], stride = sizeof(w.k[0]);
-    }
+void score_tiles(const BFloat16* kp, int64_t k0, float (*s)[kTileRows]) {
+  for (int64_t j = 0; j < 2; ++j) {
+    const BFloat16* k = kp + (k0 + j * kTileRows) * D;
     _tile_zero(3);
-    SINKLM_TILE_LOAD(2, k, stride);
+    SINKLM_TILE_LOAD(2, k, D * 2);
     _tile_dpbf16ps(3, 2, 0);
     if constexpr (D == 64) {
-      SINKLM_TILE_LOAD(2, k + 32, stride);
+      SINKLM_TILE_LOAD(2, k + 32, D * 2);
       _tile_dpbf16ps(3, 2, 1);
     }
     _tile_stored(3, &s[j * kTileRows][0], 64);
@@ -211,25 +202,44 @@ void transpose16x16(__m512i* r) {
   }
 }
 
-// values[h] [N, D] → [D][Np], Np = N rounded up to kKeyStep, zeros past N: the A operand of the value
-// product, a tile 16 dims by 32 keys. For each step of 32 keys and 16 dims, the keys are paired into 32-bit
-// elements (key 2i in the low half) and the 16 pairs x 16 dims transposed in registers.
-template <int D>
-void pack_values_transposed(const torch::Tensor& values, int64_t h, int64_t Np, BFloat16* out) {
-  const int64_t N = values.size(1), row = values.stride(1);
-  const BFloat16* v = values.data_ptr<BFloat16>() + h * values.stride(0);
-  const auto key = [&](int64_t n, int64_t d0) {
-    return n < N ? _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + n * row + d0)))
-                 : _mm512_setzero_si512();
-  };
-  for (int64_t k0 = 0; k0 < Np; k0 += kKeyStep)
-    for (int64_t d0 = 0; d0 < D; d0 += 16) {
-      __m512i r[16];
+// dst[c][r] = src[r][c] for r < R and c < C (src rows src_stride apart, dst rows dst_stride apart, each dst
+// row written from column 0 to R rounded up to 32, zeros past R). Pairs of source rows become 32-bit elements
+// (row 2i in the low half), and 16 pairs x 16 columns are transposed in registers.
+void transpose_bf16(const BFloat16* src, int64_t R, int64_t src_stride, int64_t C, BFloat16* dst, int64_t dst_stride) {
+  for (int64_t r0 = 0; r0 < R; r0 += 32)
+    for (int64_t c0 = 0; c0 < C; c0 += 16) {
+      const __mmask16 columns = lane_mask(C - c0);
+      const auto row = [&](int64_t r) {
+        return r < R ? _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(columns, src + r * src_stride + c0))
+                     : _mm512_setzero_si512();
+      };
+      __m512i x[16];
       for (int64_t i = 0; i < 16; ++i)
-        r[i] = _mm512_or_si512(key(k0 + 2 * i, d0), _mm512_slli_epi32(key(k0 + 2 * i + 1, d0), 16));
-      transpose16x16(r);
-      for (int64_t j = 0; j < 16; ++j) _mm512_storeu_si512(out + (d0 + j) * Np + k0, r[j]);
+        x[i] = _mm512_or_si512(row(r0 + 2 * i), _mm512_slli_epi32(row(r0 + 2 * i + 1), 16));
+      transpose16x16(x);
+      for (int64_t j = 0; j < std::min<int64_t>(16, C - c0); ++j)
+        _mm512_storeu_si512(dst + (c0 + j) * dst_stride + r0, x[j]);
     }
+}
+
+// keys[h] → [Np][D] row-major, zero rows past N: the A operand of the score product, a tile 16 keys by 32
+// dims. A cache stores its keys [D, N] (the decode kernels read them so): transposed here, per head, into L2.
+void pack_keys(const torch::Tensor& keys, int64_t h, int64_t Np, BFloat16* out) {
+  const int64_t N = keys.size(1), D = keys.size(2);
+  const BFloat16* k = keys.data_ptr<BFloat16>() + h * keys.stride(0);
+  if (keys.stride(2) == 1) {
+    for (int64_t n = 0; n < N; ++n) std::memcpy(out + n * D, k + n * keys.stride(1), D * sizeof(BFloat16));
+  } else {
+    SINKLM_ASSERT(keys.stride(1) == 1, "amx attention: keys [H, N, D] with rows or columns contiguous");
+    transpose_bf16(k, D, keys.stride(2), N, out, D);
+  }
+  std::memset(static_cast<void*>(out + N * D), 0, (Np - N) * D * sizeof(BFloat16));
+}
+
+// values[h] [N, D] → [D][Np], zeros past N: the A operand of the value product, a tile 16 dims by 32 keys.
+void pack_values(const torch::Tensor& values, int64_t h, int64_t Np, BFloat16* out) {
+  transpose_bf16(values.data_ptr<BFloat16>() + h * values.stride(0), values.size(1), values.stride(1),
+                 values.size(2), out, Np);
 }
 
 // Raises the reference maximum of every row to the block's (`top`): sums and the outputs in the tiles rescaled.
@@ -329,8 +339,8 @@ __m512 step_maximum(const float (*s)[kTileRows], const uint16_t* masks) {
 // One head's 16 query rows from q0 over the whole run. Software-pipelined: the next step's score product is
 // issued before this step's softmax, so the tiles compute it while the vector units take the exponentials.
 template <int D>
-void fold_query_block(const Run& run, const StepRange* ranges, const BFloat16* vt, int64_t Np, int64_t h, int64_t q0,
-                      const WindowVisibility& vis, float scale, Scratch& w) {
+void fold_query_block(const Run& run, const StepRange* ranges, const BFloat16* kp, const BFloat16* vt, int64_t Np,
+                      int64_t h, int64_t q0, const WindowVisibility& vis, float scale, Scratch& w) {
   const int64_t rows = std::min(kTileRows, run.T - q0);
   const uint32_t valid = (1u << rows) - 1;
   const BFloat16* q = run.q + h * run.q_head + q0 * run.q_row;
@@ -355,14 +365,14 @@ void fold_query_block(const Run& run, const StepRange* ranges, const BFloat16* v
   bool have = next_step(run, ranges, 0, t0, valid, vis, steps[0]);
   if (have) {
     load_query_tiles<D>(w);
-    score_tiles<D>(run, h, steps[0].k0, w.s[0], w);
+    score_tiles<D>(kp, steps[0].k0, w.s[0]);
   }
   while (have) {
     const Step& step = steps[now];
     const bool more = next_step(run, ranges, step.k0 + kKeyStep, t0, valid, vis, steps[now ^ 1]);
     if (more) {
       load_query_tiles<D>(w);
-      score_tiles<D>(run, h, steps[now ^ 1].k0, w.s[now ^ 1], w);
+      score_tiles<D>(kp, steps[now ^ 1].k0, w.s[now ^ 1]);
     }
     const __m512 top = _mm512_mul_ps(step_maximum(w.s[now], step.masks), scale_v);  // scale > 0 keeps the order
     if (_mm512_cmp_ps_mask(top, _mm512_add_ps(m, lazy), _CMP_GT_OQ)) m = raise_maximum<D>(m, top, sum, w);
@@ -382,25 +392,28 @@ void fold_query_block(const Run& run, const StepRange* ranges, const BFloat16* v
 
 #undef SINKLM_TILE_LOAD
 
-// Every head in parallel: its values transposed into the thread's buffer (a head's [D][Np], 512 KiB at 4,096
-// keys, stays in L2 for its blocks of rows), then each block of 16 rows. Each thread loads the tile
-// configuration for itself (oneDNN loads its own between our calls) and releases the tiles after.
+// Every head in parallel: its keys and values packed into the thread's buffer (a head's [Np][D] and [D][Np],
+// 1 MiB at 4,096 keys, stay in L2 for its blocks of rows), then each block of 16 rows. Each thread loads the
+// tile configuration for itself (oneDNN loads its own between our calls) and releases the tiles after.
 template <int D>
-void fold_run(const Run& run, const torch::Tensor& values, const WindowVisibility& vis, float scale) {
+void fold_run(const Run& run, const torch::Tensor& keys, const torch::Tensor& values, const WindowVisibility& vis,
+              float scale) {
   const int64_t Np = (run.N + kKeyStep - 1) / kKeyStep * kKeyStep;
   const auto ranges = step_ranges(run.positions, run.N);
   const int64_t blocks = (run.T + kTileRows - 1) / kTileRows;
   at::parallel_for(0, run.H, 1, [&](int64_t begin, int64_t end) {
     thread_local Scratch w;
     // Kept between calls, never initialised: no allocation or zero fill per layer and chunk.
-    thread_local std::unique_ptr<BFloat16[]> vt;
+    thread_local std::unique_ptr<BFloat16[]> packed;
     thread_local int64_t capacity = 0;
-    if (capacity < D * Np) vt.reset(new BFloat16[capacity = D * Np]);
+    if (capacity < 2 * D * Np) packed.reset(new BFloat16[capacity = 2 * D * Np]);
+    BFloat16 *kp = packed.get(), *vt = kp + D * Np;
     load_tile_config();
     for (int64_t h = begin; h < end; ++h) {
-      pack_values_transposed<D>(values, h, Np, vt.get());
+      pack_keys(keys, h, Np, kp);
+      pack_values(values, h, Np, vt);
       for (int64_t b = 0; b < blocks; ++b)
-        fold_query_block<D>(run, ranges.data(), vt.get(), Np, h, b * kTileRows, vis, scale, w);
+        fold_query_block<D>(run, ranges.data(), kp, vt, Np, h, b * kTileRows, vis, scale, w);
     }
     _tile_release();
   });
@@ -420,10 +433,10 @@ void amx_attention_fold(const torch::Tensor& queries, const torch::Tensor& keys,
                         OnlineSoftmax& state) {
   SINKLM_ASSERT(amx_attention_applies(queries), "amx_attention_fold needs an AMX-BF16 CPU, bf16, D of 32 or 64");
   if (keys.numel() == 0 || queries.numel() == 0) return;  // an empty run (no sinks yet) may have any strides
-  const auto q = row_major(queries), k = row_major(keys), v = row_major(values);
-  const Run run = run_of(q, k, v, positions, state);
-  if (run.D == 64) fold_run<64>(run, v, visibility, scale);
-  else fold_run<32>(run, v, visibility, scale);
+  const auto q = row_major(queries), v = row_major(values);
+  const Run run = run_of(q, keys, v, positions, state);
+  if (run.D == 64) fold_run<64>(run, keys, v, visibility, scale);
+  else fold_run<32>(run, keys, v, visibility, scale);
 }
 
 void amx_attention_fold_reference(const torch::Tensor& queries, const torch::Tensor& keys, const torch::Tensor& values,
@@ -433,6 +446,7 @@ void amx_attention_fold_reference(const torch::Tensor& queries, const torch::Ten
   const auto q_rows = row_major(queries), k_rows = row_major(keys), v_rows = row_major(values);  // alive: run points in
   const Run run = run_of(q_rows, k_rows, v_rows, positions, state);
   const BFloat16* v = v_rows.data_ptr<BFloat16>();
+  const BFloat16* keys_at = k_rows.data_ptr<BFloat16>();
   std::vector<float> x(run.N);
   for (int64_t h = 0; h < run.H; ++h)
     for (int64_t i = 0; i < run.T; ++i) {
@@ -441,7 +455,7 @@ void amx_attention_fold_reference(const torch::Tensor& queries, const torch::Ten
       float m = run.max[row];
       for (int64_t j = 0; j < run.N; ++j) {
         if (!visibility.sees(t, run.positions[j])) continue;
-        const BFloat16* k = run.k + h * run.k_head + j * run.k_row;
+        const BFloat16* k = keys_at + h * k_rows.stride(0) + j * k_rows.stride(1);
         float s = 0;
         for (int64_t d = 0; d < run.D; ++d) s += static_cast<float>(q[d]) * static_cast<float>(k[d]);
         x[j] = scale * s;

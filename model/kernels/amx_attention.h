@@ -26,8 +26,9 @@ constexpr float kLazyRescale = 8.0f;
 bool amx_attention_applies(const torch::Tensor& queries);
 
 // Folds one run of keys into the running softmax of the chunk's query rows.
-//   queries [H, T, D], keys and values [H, N, D]: bf16 on the CPU (rows not contiguous are copied: a cache's
-//   sinks are stored [H, D, S]); positions [N] int64
+//   queries [H, T, D], keys and values [H, N, D]: bf16 on the CPU, keys with their rows or their columns
+//   contiguous (a cache stores them [H, D, N]: packed per head by a transpose in registers), queries and values
+//   with other strides copied; positions [N] int64
 //   (CPU, contiguous): each key's stream position (-1: an empty slot); visibility: who sees what.
 // For each (head, row) with s = q · k (bf16 products summed in float32) over the visible keys, and m' a
 // reference at most kLazyRescale below the running maximum of scale · s (the maximum itself when a row had

@@ -208,7 +208,9 @@ void check_online_softmax(int64_t H, int64_t T, int64_t N, torch::ScalarType dty
 void check_amx_attention(int64_t H, int64_t T, int64_t N, int64_t D) {
   const auto q = torch::randn({H, T, D}).to(torch::kBFloat16);
   if (!amx_attention_applies(q) || !fold_score_block_kernel_applies(q)) return;
-  const auto k = torch::randn({H, N, D}).to(torch::kBFloat16), values = torch::randn({H, N, D}).to(torch::kBFloat16);
+  // keys as a cache stores them, [H, D, N]
+  const auto k = torch::randn({H, D, N}).to(torch::kBFloat16).transpose(1, 2);
+  const auto values = torch::randn({H, N, D}).to(torch::kBFloat16);
   const auto positions = torch::arange(N, torch::kInt64);
   const WindowVisibility v{N, 0, WindowVisibility::kUnbounded};
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));

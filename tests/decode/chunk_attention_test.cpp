@@ -96,11 +96,11 @@ TEST(AmxAttentionKernel, FoldsARunAsTheScalarReferenceDoes) {
             auto positions =
                 ordered ? torch::arange(from, from + N, torch::kInt64) : torch::randint(-1, 140, {N}, torch::kInt64);
             if (!ordered) positions[0] = 1;  // a sink (below S when S > 0)
-            // Keys a view with a row stride, as a cache's ring is, or (a few) stored [H, D, N] as its sinks are;
-            // scores large enough to raise the maximum late.
+            // Keys stored [H, D, N] as a cache stores them, or rows with a stride (a view); a few values stored
+            // by columns (copied); scores large enough to raise the maximum late.
             const auto q = (torch::randn({H, T, D}) * 2).to(torch::kBFloat16);
-            const auto k = N > 5 ? (torch::randn({H, N, 2 * D}) * 2).to(torch::kBFloat16).narrow(2, D / 2, D)
-                                 : (torch::randn({H, D, N}) * 2).to(torch::kBFloat16).transpose(1, 2);
+            const auto k = ordered ? (torch::randn({H, N, 2 * D}) * 2).to(torch::kBFloat16).narrow(2, D / 2, D)
+                                   : (torch::randn({H, D, N}) * 2).to(torch::kBFloat16).transpose(1, 2);
             const auto values = N > 5 ? torch::randn({H, N, D}).to(torch::kBFloat16)
                                       : torch::randn({H, D, N}).to(torch::kBFloat16).transpose(1, 2);
             auto start = state_with_history(H, T, D);
