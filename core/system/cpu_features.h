@@ -44,7 +44,7 @@ inline bool cpu_has_avx512_vnni() {
 }
 
 // AMX-TILE and AMX-BF16 (Intel Sapphire Rapids and later) with the process's leave to use the tiles, asked of
-// the kernel once here, and AVX512-BF16 beside them: the prompt attention of model/kernels/amx_attention.h.
+// the kernel once here, and AVX512-BF16 beside them: the prompt attention of model/kernels/prompt_attention/amx_attention.h.
 bool cpu_has_amx_bf16();
 
 // AVX2 with FMA (and F16C, which every such CPU has): the bf16 and int8 few-row products on CPUs without those

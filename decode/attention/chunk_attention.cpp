@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "core/error.h"
-#include "model/kernels/amx_attention.h"
+#include "model/kernels/prompt_attention/amx_attention.h"
 
 namespace sinklm {
 namespace {

@@ -1,15 +1,15 @@
 // Attention of a chunk of T prompt queries against what a stream cache holds, as runs of keys: the sinks, the
 // ring of recent entries, and the chunk's own entries. Each run carries its columns' stream positions; who sees
-// what is the sink+window rule (model/kernels/online_softmax_kernel.h: WindowVisibility), so empty ring slots,
+// what is the sink+window rule (model/kernels/prompt_attention/online_softmax_kernel.h: WindowVisibility), so empty ring slots,
 // evicted positions and the causal mask inside the chunk all follow from the positions.
 //
 // Two implementations, tested equal (tests/decode/chunk_attention_test.cpp):
 //  - blocked (the CPU path where the online softmax kernel runs, softmax-normalised sink modes): blocks of
 //    kKeyBlock columns, each [H, T, N] product a batched matmul in the runs' dtype (oneDNN: AMX or AVX512-BF16
-//    for bf16), folded into a running softmax by model/kernels/online_softmax_kernel.h, then mixed into the
+//    for bf16), folded into a running softmax by model/kernels/prompt_attention/online_softmax_kernel.h, then mixed into the
 //    outputs. Blocks no query of the chunk sees are skipped, so a prompt pays for the keys it has, not for the
 //    cache's capacity. Nothing of size [T, S + capacity + T] exists. On a CPU with AMX-BF16, a bf16 run is
-//    folded whole by model/kernels/amx_attention.h instead (float32 scores that never leave L1).
+//    folded whole by model/kernels/prompt_attention/amx_attention.h instead (float32 scores that never leave L1).
 //  - reference (any device, any normaliser): one [H, T, S + capacity + T] float32 score buffer, the mask from
 //    the positions, softmax_with_sink (model/sink.h), and the products of its column blocks with the values.
 #pragma once
@@ -17,7 +17,7 @@
 
 #include <vector>
 
-#include "model/kernels/online_softmax_kernel.h"
+#include "model/kernels/prompt_attention/online_softmax_kernel.h"
 #include "model/sink.h"
 
 namespace sinklm {

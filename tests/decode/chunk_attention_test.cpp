@@ -4,7 +4,7 @@
 // path against the one-buffer reference, over rings with empty slots, evicted and scrambled positions, blocks no
 // query sees, and every sink column.
 #include "decode/attention/chunk_attention.h"
-#include "model/kernels/amx_attention.h"
+#include "model/kernels/prompt_attention/amx_attention.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>

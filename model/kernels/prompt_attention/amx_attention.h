@@ -1,6 +1,6 @@
 // A prompt chunk's attention over one run of keys on AMX tiles (Intel Sapphire Rapids and later): bf16 queries,
 // keys and values, float32 scores, sums and outputs, folded into the running softmax of every query row
-// (model/kernels/online_softmax_kernel.h: OnlineSoftmax), as decode/attention/chunk_attention.h folds a run.
+// (model/kernels/prompt_attention/online_softmax_kernel.h: OnlineSoftmax), as decode/attention/chunk_attention.h folds a run.
 //
 // Why a kernel: with a head size of 64 the two products of blocked attention are small ([T, 64] x [64, N] and
 // [T, N] x [N, 64]); as oneDNN batched matmuls they ran at a quarter of the large-GEMM rate, with the scores
@@ -15,7 +15,7 @@
 #pragma once
 #include <torch/types.h>
 
-#include "model/kernels/online_softmax_kernel.h"
+#include "model/kernels/prompt_attention/online_softmax_kernel.h"
 
 namespace sinklm {
 

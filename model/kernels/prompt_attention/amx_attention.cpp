@@ -1,4 +1,4 @@
-#include "model/kernels/amx_attention.h"
+#include "model/kernels/prompt_attention/amx_attention.h"
 
 #include <ATen/Parallel.h>
 #include <c10/util/BFloat16.h>

@@ -1,4 +1,4 @@
-#include "model/kernels/online_softmax_kernel.h"
+#include "model/kernels/prompt_attention/online_softmax_kernel.h"
 
 #include <ATen/Parallel.h>
 #include <c10/util/BFloat16.h>
