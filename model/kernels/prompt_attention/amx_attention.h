@@ -4,7 +4,7 @@
 //
 // Why a kernel: with a head size of 64 the two products of blocked attention are small ([T, 64] x [64, N] and
 // [T, N] x [N, 64]); as oneDNN batched matmuls they ran at a quarter of the large-GEMM rate, with the scores
-// leaving as bf16 and the running softmax a separate pass over them. Here the 16 queries of a block stay in two
+// leaving as bf16 and the running softmax a separate pass over them. Here the 16 queries of a block are two
 // tiles, each 32 keys are one score product (scores transposed: a key per tile row, a query per lane, so the
 // running max and sum of 16 queries are vector operations with no horizontal reductions), the probabilities
 // go straight back into a tile, and the 16 x D outputs stay in tiles across the run.
