@@ -30,9 +30,10 @@ class PackedStreamAttention : public AttentionBackend {
 
   torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                        const SinkColumn& sink) override {
-    // A group's rows, [n, H, 1, D]: a view when the group is the whole row in order (every chunk decodes).
+    // A group's rows, [n, H, 1, D] float32 (a DecodeBatch's input; the row is bf16 when a prompt's chunk shares
+    // the step): a view when the group is the whole row in order (every chunk decodes).
     auto rows = [](const Group& group, const torch::Tensor& x) {
-      return (group.whole_row ? x[0] : x[0].index_select(1, group.columns)).transpose(0, 1).unsqueeze(2);
+      return (group.whole_row ? x[0] : x[0].index_select(1, group.columns)).transpose(0, 1).unsqueeze(2).to(torch::kFloat32);
     };
     auto attend_group = [&](Group& group) {
       return group.batch->attend(layer, rows(group, q), rows(group, k), rows(group, v), sink)
@@ -202,15 +203,20 @@ std::vector<torch::Tensor> CachedDecoder::cached_step(const std::vector<StreamCh
   for (size_t i = 0; i < chunks.size(); ++i) {
     const int64_t T = chunks[i].ids.size();
     first_row.push_back(rows.size());
+    if (!chunks[i].logits) continue;
     for (int64_t r = wanted == LogitsWanted::All ? 0 : T - 1; r < T; ++r) rows.push_back(offsets[i] + r);
   }
-  if (static_cast<int64_t>(rows.size()) < x.size(0))
-    x = x.index_select(0, torch::tensor(rows, torch::kInt64).to(device()));  // [M, C]
-  auto all_logits = model_->embed_out(x).to(torch::kFloat32);                // [M, V]
+  torch::Tensor all_logits;  // [M, V]
+  if (!rows.empty()) {
+    if (static_cast<int64_t>(rows.size()) < x.size(0))
+      x = x.index_select(0, torch::tensor(rows, torch::kInt64).to(device()));  // [M, C]
+    all_logits = model_->embed_out(x).to(torch::kFloat32);
+  }
   std::vector<torch::Tensor> logits;
   for (size_t i = 0; i < chunks.size(); ++i) {
     const int64_t T = chunks[i].ids.size();
-    logits.push_back(all_logits.narrow(0, first_row[i], wanted == LogitsWanted::All ? T : 1));
+    logits.push_back(chunks[i].logits ? all_logits.narrow(0, first_row[i], wanted == LogitsWanted::All ? T : 1)
+                                      : torch::Tensor());
     chunks[i].stream->cache_->advance(T);
     chunks[i].stream->record(chunks[i].ids);
   }
@@ -238,6 +244,7 @@ torch::Tensor CachedDecoder::recompute_step(const StreamChunk& chunk, LogitsWant
     auto hidden = model_->hidden_states(input, positions)[0];  // [N, C]
     rows.push_back(model_->embed_out(hidden.narrow(0, hidden.size(0) - 1, 1)).to(torch::kFloat32));  // [1, V]
   }
+  if (!chunk.logits) return {};
   return wanted == LogitsWanted::All ? torch::cat(rows, 0) : rows.back();
 }
 

@@ -64,6 +64,9 @@ struct KvUsage {
 struct StreamChunk {
   DecoderStream* stream;
   std::vector<int64_t> ids;  // 1 <= size <= stream->max_chunk(size)
+  // false: nobody reads this chunk's logits (a prompt's chunk before its last), so the LM head skips its rows
+  // and step() returns an undefined tensor for it.
+  bool logits = true;
 };
 
 enum class LogitsWanted { Last, All };
@@ -74,7 +77,8 @@ class CachedDecoder {
   // packed copies are taken now, so the model's weights must not change while this decoder serves it.
   explicit CachedDecoder(GPTNeoXForCausalLM model);
 
-  // Appends each chunk to its stream. Returns per chunk float32 logits [T, V] (All) or [1, V] (Last).
+  // Appends each chunk to its stream. Returns per chunk float32 logits [T, V] (All) or [1, V] (Last), undefined
+  // for a chunk that wants none.
   std::vector<torch::Tensor> step(const std::vector<StreamChunk>& chunks, LogitsWanted wanted = LogitsWanted::Last);
 
   const ModelConfig& config() const { return model_->config(); }

@@ -156,7 +156,8 @@ int64_t GenerationEngine::step() {
       continue;
     }
     tokens += ids.size();
-    chunks.push_back({&g->stream(), std::move(ids)});
+    const bool logits = g->reads_logits(ids.size());
+    chunks.push_back({&g->stream(), std::move(ids), logits});
     stepping.push_back(g.get());
   }
   if (!chunks.empty()) {
@@ -164,9 +165,9 @@ int64_t GenerationEngine::step() {
     const bool all = std::any_of(stepping.begin(), stepping.end(), [](Generation* g) { return g->wants_all_logits(); });
     auto logits = decoder_.step(chunks, all ? LogitsWanted::All : LogitsWanted::Last);
     for (size_t i = 0; i < stepping.size(); ++i) {
-      const int64_t T = logits[i].size(0);
-      stepping[i]->after_step(chunks[i].ids.size(),
-                              stepping[i]->wants_all_logits() ? logits[i] : logits[i].narrow(0, T - 1, 1));
+      const auto& rows = logits[i];  // [T, V], [1, V] or undefined (no logits wanted)
+      const bool last_only = rows.defined() && !stepping[i]->wants_all_logits();
+      stepping[i]->after_step(chunks[i].ids.size(), last_only ? rows.narrow(0, rows.size(0) - 1, 1) : rows);
     }
   }
   active_.erase(std::remove_if(active_.begin(), active_.end(), [](const auto& g) { return g->finished(); }),

@@ -74,7 +74,11 @@ class Generation {
   std::vector<int64_t> next_chunk(int64_t preferred) const;
   // Whether after_step wants the logits of every fed token (echoing the prompt) rather than the last one's.
   bool wants_all_logits() const { return request_.echo_from >= 0 && prompt_fed_ < request_.prompt.size(); }
-  // The step fed next_chunk(); `logits` [T, V] for its tokens (wants_all_logits) or [1, V] after its last.
+  // Whether after_step reads the logits of a chunk of `fed` tokens: not for a prompt's chunk before its last
+  // (unless echoing), so the LM head skips it.
+  bool reads_logits(size_t fed) const { return wants_all_logits() || prompt_fed_ + fed >= request_.prompt.size(); }
+  // The step fed next_chunk(); `logits` [T, V] for its tokens (wants_all_logits) or [1, V] after its last,
+  // undefined where reads_logits() was false.
   void after_step(size_t fed, const torch::Tensor& logits);
   // Sampled but never fed to the stream (the last token of a finished generation): a session feeds it first
   // next time, so its cache stays the whole conversation.

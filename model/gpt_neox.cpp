@@ -33,14 +33,14 @@ SinkColumn GPTNeoXAttentionImpl::sink_column() const {
 
 torch::Tensor GPTNeoXAttentionImpl::forward(const torch::Tensor& x, AttentionBackend& backend, int64_t layer) {
   const int64_t B = x.size(0), T = x.size(1);
-  auto qkv = query_key_value(x).view({B, T, config_.num_heads, 3 * config_.head_dim()});  // [B, T, H, 3D]
+  auto qkv = query_key_value->forward_in_product_dtype(x).view({B, T, config_.num_heads, 3 * config_.head_dim()});  // [B, T, H, 3D]
   auto attended = backend.attend_packed(layer, qkv, sink_column());                          // [B, T, H * D]
   if (gate) {
-    auto g = torch::sigmoid(gate(x));  // [B, T, width]
+    auto g = torch::sigmoid(gate->forward_in_product_dtype(x));  // [B, T, width]
     backend.observe_output_gate(layer, g);
     attended = apply_output_gate(attended, g, config_.num_heads);
   }
-  return dense(attended);
+  return dense->forward_in_product_dtype(attended);  // [B, T, C]
 }
 
 GPTNeoXMLPImpl::GPTNeoXMLPImpl(const ModelConfig& c) {
@@ -49,7 +49,8 @@ GPTNeoXMLPImpl::GPTNeoXMLPImpl(const ModelConfig& c) {
 }
 
 torch::Tensor GPTNeoXMLPImpl::forward(const torch::Tensor& x) {
-  return dense_4h_to_h(torch::gelu(dense_h_to_4h(x)));
+  using Activation = ProjectionImpl::Activation;
+  return dense_4h_to_h->forward_in_product_dtype(dense_h_to_4h->forward_in_product_dtype(x, Activation::Gelu));
 }
 
 GPTNeoXLayerImpl::GPTNeoXLayerImpl(const ModelConfig& c) : parallel_residual_(c.parallel_residual) {

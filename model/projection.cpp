@@ -1,6 +1,9 @@
 #include "model/projection.h"
 
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/torch.h>
+
+#include <optional>
 
 #include "core/error.h"
 
@@ -26,6 +29,27 @@ torch::Tensor ProjectionImpl::forward(const torch::Tensor& x) {
     return bias.defined() ? y + bias : y;
   }
   return LinearImpl::forward(x);
+}
+
+torch::Tensor ProjectionImpl::forward_in_product_dtype(const torch::Tensor& x, Activation activation) {
+  const bool gelu = activation == Activation::Gelu;
+  const bool bf16_product = weight.scalar_type() == torch::kBFloat16 && !packed_copy_serves(x) &&
+                            bf16_product_dtype(x.device()) == torch::kBFloat16;
+  if (!bf16_product) return gelu ? torch::gelu(forward(x)) : forward(x);
+  const auto xb = x.to(torch::kBFloat16);
+  const auto b = bias.defined() ? std::optional<torch::Tensor>(bias.to(torch::kBFloat16)) : std::nullopt;
+  if (!x.device().is_cpu()) {
+    auto y = torch::linear(xb, weight, b);  // [..., out] bf16
+    return gelu ? torch::gelu(y) : y;
+  }
+  // oneDNN's linear with the bias and the GELU (erf, as torch::gelu) as post-ops, LibTorch's own op for it.
+  using Signature = torch::Tensor(const torch::Tensor&, const torch::Tensor&, const std::optional<torch::Tensor>&,
+                                  c10::string_view, c10::List<std::optional<c10::Scalar>>, std::optional<c10::string_view>);
+  static const auto linear_pointwise =
+      c10::Dispatcher::singleton().findSchemaOrThrow("mkldnn::_linear_pointwise", "").typed<Signature>();
+  const std::optional<c10::string_view> algorithm = gelu ? std::optional<c10::string_view>("none") : std::nullopt;
+  return linear_pointwise.call(xb, weight, b, gelu ? "gelu" : "none", c10::List<std::optional<c10::Scalar>>(),
+                               algorithm);  // [..., out] bf16
 }
 
 void ProjectionImpl::set_weight_format(WeightFormat format) {

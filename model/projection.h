@@ -26,6 +26,17 @@ class ProjectionImpl : public torch::nn::LinearImpl {
   // weight LinearImpl::forward.
   torch::Tensor forward(const torch::Tensor& x);
 
+  // What the decoder layer applies after a product (fused into it where the product runs in oneDNN).
+  enum class Activation { None, Gelu };
+
+  // activation(x · Wᵀ + b), [..., in] -> [..., out], in float32, except for a bf16 weight whose product runs in
+  // bf16 (bf16_product_dtype) and the packed copy does not serve: the result then stays bf16, the bias and the
+  // activation applied to the float32 accumulator inside the product (on the CPU one oneDNN call, no pass over
+  // the output in float32). For products whose consumer takes either dtype: the decoder layer's, whose outputs
+  // are rounded to bf16 again by the next product or added to the float32 residual stream. The LM head keeps
+  // forward(): its logits stay float32.
+  torch::Tensor forward_in_product_dtype(const torch::Tensor& x, Activation activation = Activation::None);
+
   // Holds the weight for inference in `format` (from fp32 only; the layer then stops being trainable as it
   // was): bf16 stores the parameter itself in bf16 (half the memory; the bias stays float32); int8 replaces
   // it by its int8 round trip, dequantize_int8(quantize_int8(W)), kept in float32 for larger

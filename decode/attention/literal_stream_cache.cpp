@@ -29,8 +29,9 @@ class LiteralStreamCache : public StoredStreamCache {
 
   // One token at a time: store it (the storage evicts the oldest recent entry once the ring is full), read
   // the held entries back in cache order, rotate every key afresh at its position and attend.
-  torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+  torch::Tensor attend(int64_t layer, const torch::Tensor& query, const torch::Tensor& key, const torch::Tensor& value,
                        const SinkColumn& sink) override {
+    const auto q = query.to(torch::kFloat32), k = key.to(torch::kFloat32), v = value.to(torch::kFloat32);
     const int64_t T = q.size(1);
     policy_->check_append(stream_length_, T);
     std::vector<torch::Tensor> outputs;

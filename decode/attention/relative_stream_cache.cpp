@@ -21,7 +21,9 @@ namespace {
 struct ChunkPlan {
   int64_t first = 0, count = 0;   // stream positions [first, first + count)
   torch::Tensor cos, sin;         // [T, R] at the queries' stream positions (also the new keys')
-  torch::Tensor sink_cos, sink_sin;  // [T, R] at the positions the queries take against the sinks
+  // [T, R] at the positions the queries take against the sinks under the cache rule; undefined where those are
+  // the stream positions (the stream rule, or a chunk that ends before the budget): the queries then rotate once.
+  torch::Tensor sink_cos, sink_sin;
   // Stream positions (int64, CPU) of the sinks held [0, S'), the ring slots [capacity] (-1: empty), the chunk [T].
   torch::Tensor sink_positions, ring_positions, chunk_positions;
   WindowVisibility visibility;    // which of them each query sees (the policy's S and R)
@@ -54,8 +56,9 @@ class RelativeStreamCache : public StoredStreamCache {
       storage_.place(l, held, apply_rotary(s.keys[l].to(device_), cos, sin), s.values[l].to(device_));
   }
 
-  torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+  torch::Tensor attend(int64_t layer, const torch::Tensor& query_in, const torch::Tensor& key_in, const torch::Tensor& v,
                        const SinkColumn& sink) override {
+    const auto q = query_in.to(torch::kFloat32), k = key_in.to(torch::kFloat32);  // rotary runs in float32
     const int64_t T = q.size(1);
     if (plan_.count != T || plan_.first != stream_length_) plan_ = make_plan(T);
     const auto& p = plan_;
@@ -72,7 +75,7 @@ class RelativeStreamCache : public StoredStreamCache {
     auto k_rotated = apply_rotary(k, p.cos, p.sin);        // [H, T, D]
     auto k_new = kv_round_trip(format, k_rotated, sink_chunk).to(dt);
     auto v_new = kv_round_trip(format, v, sink_chunk).to(dt);
-    auto q_sinks = rule_ == PositionRule::Cache ? query(apply_rotary(q, p.sink_cos, p.sink_sin)) : q_recent;
+    auto q_sinks = p.sink_cos.defined() ? query(apply_rotary(q, p.sink_cos, p.sink_sin)) : q_recent;
 
     auto [sink_k, sink_v] = storage_.sinks(layer, p.sink_positions.numel());  // [H, S', D]
     auto [ring_k, ring_v] = storage_.ring(layer);                  // [H, capacity, D]
@@ -115,8 +118,10 @@ class RelativeStreamCache : public StoredStreamCache {
     const auto long_opts = torch::TensorOptions().dtype(torch::kInt64);
     auto query_pos = torch::arange(n, n + T, long_opts);  // [T]
     std::tie(p.cos, p.sin) = rotary_.cos_sin(query_pos.to(device_));
-    auto cache_pos = query_pos.clamp_max(policy_->budget() - 1);  // = cache_position(t)
-    std::tie(p.sink_cos, p.sink_sin) = rotary_.cos_sin(cache_pos.to(device_));
+    if (rule_ == PositionRule::Cache && n + T > policy_->budget()) {
+      auto cache_pos = query_pos.clamp_max(policy_->budget() - 1);  // = cache_position(t)
+      std::tie(p.sink_cos, p.sink_sin) = rotary_.cos_sin(cache_pos.to(device_));
+    }
 
     p.sink_positions = torch::arange(storage_.sinks_held(n), long_opts);
     p.ring_positions = torch::full({storage_.ring_capacity()}, -1, long_opts);

@@ -34,8 +34,10 @@ class StreamCache {
   virtual ~StreamCache() = default;
 
   // Layer `layer`'s attention for T new tokens at stream positions [stream_length(), stream_length() + T):
-  // q, k, v [H, T, D] before rotary; sink: the layer's extra softmax column (model/sink.h). Stores k and v (evicting per the policy)
-  // and returns the attention output [H, T, D]. Each layer is called once per chunk, then advance(T).
+  // q, k, v [H, T, D] before rotary, float32, or bf16 where a bf16 weight's product returned them (a chunk of
+  // more rows than the packed decode product takes: model/projection.h); sink: the layer's extra softmax column
+  // (model/sink.h). Stores k and v (evicting per the policy) and returns the attention output [H, T, D]. Each
+  // layer is called once per chunk, then advance(T).
   virtual torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                const SinkColumn& sink) = 0;
   virtual void advance(int64_t count) = 0;

@@ -372,5 +372,33 @@ TEST(CachedDecoder, BatchedStreamsEqualSoloStreams) {
   }
 }
 
+// A prompt's chunks before its last want no logits: step() skips their LM-head rows, returns undefined for
+// them, and the others in the same step (cached and recomputed) keep their own rows and values.
+TEST(CachedDecoder, ChunksWantingNoLogitsSkipTheHeadAndLeaveTheStreamsAsTheyWere) {
+  auto model = random_tiny_model("softmax1");
+  const auto& c = model->config();
+  CachedDecoder decoder(model);
+  auto ids = random_token_ids(24, c.tokenizer_vocab_size, 5), other = random_token_ids(24, c.tokenizer_vocab_size, 6);
+  auto policy = policy_of("sink_window", 12, 4, c);
+  DecoderStream quiet(policy, PositionRule::Cache, KeyRotation::Relative, c, torch::kCPU);
+  DecoderStream loud(policy, PositionRule::Cache, KeyRotation::Relative, c, torch::kCPU);
+  DecoderStream recomputed(policy_of("recompute", 12, 4, c), PositionRule::Cache, KeyRotation::Relative, c, torch::kCPU);
+  DecoderStream solo(policy, PositionRule::Cache, KeyRotation::Relative, c, torch::kCPU);
+  DecoderStream other_solo(policy, PositionRule::Cache, KeyRotation::Relative, c, torch::kCPU);
+  auto expected = stream_logits(decoder, solo, ids, 6), other_expected = stream_logits(decoder, other_solo, other, 6);
+  for (int64_t at = 0; at < 24;) {
+    const int64_t take = std::min<int64_t>(quiet.max_chunk(6), 24 - at);  // chunks never straddle the sinks
+    const std::vector<int64_t> part(ids.begin() + at, ids.begin() + at + take), o(other.begin() + at, other.begin() + at + take);
+    const bool last = at + take == 24;
+    auto out = decoder.step({{&quiet, part, last}, {&loud, o}, {&recomputed, part, last}}, LogitsWanted::All);
+    EXPECT_EQ(out[0].defined(), last);
+    EXPECT_EQ(out[2].defined(), last);
+    EXPECT_LE(relative_error(out[1], other_expected.narrow(0, at, take)), 1e-5);
+    if (last) EXPECT_LE(relative_error(out[0], expected.narrow(0, at, take)), 1e-5);
+    at += take;
+  }
+  EXPECT_EQ(quiet.length(), 24);
+}
+
 }  // namespace
 }  // namespace sinklm
