@@ -28,6 +28,19 @@ __attribute__((target("avx512f"))) inline __m512 exp_ps(__m512 x) {
   return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_GE_OQ), _mm512_scalef_ps(p, n));
 }
 
+// 2^x, 0 in the lanes `keep` lacks: 2^n p(f), n = round(x), |f| <= 1/2, p of degree 4 fitted to 2^f on
+// [-1/2, 1/2] for least relative error (below 3e-6, measured on 200,001 points): for values rounded to bf16
+// next (2^-9 apart), at half exp_ps's instructions. x must be finite in a kept lane; a large negative x
+// underflows to 0 (scalef).
+__attribute__((target("avx512f"))) inline __m512 exp2_ps_coarse(__m512 x, __mmask16 keep) {
+  const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 f = _mm512_sub_ps(x, n);
+  __m512 p = _mm512_set1_ps(9.570086374878883e-3f);
+  for (float c : {5.591785907745361e-2f, 2.402474582195282e-1f, 6.931217908859253e-1f, 9.999992847442627e-1f})
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(c));
+  return _mm512_maskz_scalef_ps(keep, p, n);
+}
+
 // max and sum of exp(x - shift) over x[0, n).
 __attribute__((target("avx512f"))) inline float max_of(const float* x, int64_t n) {
   __m512 m = _mm512_set1_ps(-__builtin_inff());

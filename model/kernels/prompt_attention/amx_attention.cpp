@@ -23,6 +23,7 @@ constexpr float kMinusInfinity = -std::numeric_limits<float>::infinity();
 constexpr int64_t kTileRows = 16;  // rows of every tile, and the query rows of a block
 constexpr int64_t kKeyStep = 32;   // keys per step: two score tiles, the inner size of one value product
 constexpr int64_t kMaxHead = 64;
+constexpr float kLog2e = 1.44269504088896341f;
 
 // One run's queries, positions and state as pointers and element strides, the shapes checked (keys and values
 // are packed per head from their tensors).
@@ -57,6 +58,15 @@ Run run_of(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& 
 
 // The tiles and the transposes read rows: queries or values stored otherwise are copied (never the case in a cache).
 torch::Tensor row_major(const torch::Tensor& t) { return t.stride(2) == 1 ? t : t.contiguous(); }
+
+// Slots up to the last that holds a key (position >= 0).
+int64_t held_prefix(const torch::Tensor& positions) {
+  SINKLM_ASSERT(positions.scalar_type() == torch::kInt64 && positions.is_contiguous(), "amx attention: positions [N] int64");
+  const int64_t* p = positions.data_ptr<int64_t>();
+  int64_t n = positions.numel();
+  while (n > 0 && p[n - 1] < 0) --n;
+  return n;
+}
 
 // The positions of a step of kKeyStep keys, computed once per run: whether each of its slots holds a key
 // (the run may end inside it), and the least and greatest held position. Most steps of a long prompt are seen
@@ -256,8 +266,9 @@ __m512 raise_maximum(__m512 m, __m512 top, __m512& sum, Scratch& w) {
   return raised;
 }
 
-// exp(scale · s − m) of the visible scores, added to the rows' sums and written to w.p as bf16 pairs.
-__m512 probabilities(const float (*s)[kTileRows], const uint16_t* masks, __m512 scale, __m512 m, Scratch& w) {
+// exp(scale · s − m) of the visible scores, added to the rows' sums and written to w.p as bf16 pairs; computed
+// as 2^(scale2 · s − m2) with scale2 = scale · log2(e) and m2 = m · log2(e), one FMA into exp2_ps_coarse.
+__m512 probabilities(const float (*s)[kTileRows], const uint16_t* masks, __m512 scale2, __m512 m2, Scratch& w) {
   const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7,
                                               22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
   __m512 added = _mm512_setzero_ps();
@@ -267,8 +278,8 @@ __m512 probabilities(const float (*s)[kTileRows], const uint16_t* masks, __m512 
       _mm512_store_si512(w.p[i], _mm512_setzero_si512());
       continue;
     }
-    const __m512 p0 = _mm512_maskz_mov_ps(even, exp_ps(_mm512_fmsub_ps(_mm512_load_ps(s[2 * i]), scale, m)));
-    const __m512 p1 = _mm512_maskz_mov_ps(odd, exp_ps(_mm512_fmsub_ps(_mm512_load_ps(s[2 * i + 1]), scale, m)));
+    const __m512 p0 = exp2_ps_coarse(_mm512_fmsub_ps(_mm512_load_ps(s[2 * i]), scale2, m2), even);
+    const __m512 p1 = exp2_ps_coarse(_mm512_fmsub_ps(_mm512_load_ps(s[2 * i + 1]), scale2, m2), odd);
     added = _mm512_add_ps(added, _mm512_add_ps(p0, p1));
     // [p0 rows 0-15 | p1 rows 0-15] as bf16 (round to nearest even) → pairs (p0[r], p1[r]) by row
     const __m512i halves = (__m512i)_mm512_cvtne2ps_pbh(p1, p0);
@@ -359,7 +370,8 @@ void fold_query_block(const Run& run, const StepRange* ranges, const BFloat16* k
   __m512 sum = _mm512_maskz_loadu_ps(lanes, run.sum + h * run.T + q0);
 
   const int64_t t0 = vis.first_query + q0;
-  const __m512 scale_v = _mm512_set1_ps(scale), lazy = _mm512_set1_ps(kLazyRescale);
+  const __m512 scale_v = _mm512_set1_ps(scale), lazy = _mm512_set1_ps(kLazyRescale), log2e = _mm512_set1_ps(kLog2e);
+  const __m512 scale2 = _mm512_mul_ps(scale_v, log2e);
   Step steps[2];
   int now = 0;
   bool have = next_step(run, ranges, 0, t0, valid, vis, steps[0]);
@@ -376,7 +388,7 @@ void fold_query_block(const Run& run, const StepRange* ranges, const BFloat16* k
     }
     const __m512 top = _mm512_mul_ps(step_maximum(w.s[now], step.masks), scale_v);  // scale > 0 keeps the order
     if (_mm512_cmp_ps_mask(top, _mm512_add_ps(m, lazy), _CMP_GT_OQ)) m = raise_maximum<D>(m, top, sum, w);
-    sum = _mm512_add_ps(sum, probabilities(w.s[now], step.masks, scale_v, m, w));
+    sum = _mm512_add_ps(sum, probabilities(w.s[now], step.masks, scale2, _mm512_mul_ps(m, log2e), w));
     value_product<D>(vt, Np, step.k0, w);
     now ^= 1;
     have = more;
@@ -433,10 +445,14 @@ void amx_attention_fold(const torch::Tensor& queries, const torch::Tensor& keys,
                         OnlineSoftmax& state) {
   SINKLM_ASSERT(amx_attention_applies(queries), "amx_attention_fold needs an AMX-BF16 CPU, bf16, D of 32 or 64");
   if (keys.numel() == 0 || queries.numel() == 0) return;  // an empty run (no sinks yet) may have any strides
-  const auto q = row_major(queries), v = row_major(values);
-  const Run run = run_of(q, keys, v, positions, state);
-  if (run.D == 64) fold_run<64>(run, keys, v, visibility, scale);
-  else fold_run<32>(run, keys, v, visibility, scale);
+  // Slots past the last held one (a ring that has not filled yet) are seen by no row: neither packed nor read.
+  const int64_t held = held_prefix(positions);
+  if (held == 0) return;
+  const auto k = keys.narrow(1, 0, held), v = row_major(values.narrow(1, 0, held)), q = row_major(queries);
+  const auto p = positions.narrow(0, 0, held);
+  const Run run = run_of(q, k, v, p, state);
+  if (run.D == 64) fold_run<64>(run, k, v, visibility, scale);
+  else fold_run<32>(run, k, v, visibility, scale);
 }
 
 void amx_attention_fold_reference(const torch::Tensor& queries, const torch::Tensor& keys, const torch::Tensor& values,
