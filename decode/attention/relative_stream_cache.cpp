@@ -56,26 +56,24 @@ class RelativeStreamCache : public StoredStreamCache {
       storage_.place(l, held, apply_rotary(s.keys[l].to(device_), cos, sin), s.values[l].to(device_));
   }
 
-  torch::Tensor attend(int64_t layer, const torch::Tensor& query_in, const torch::Tensor& key_in, const torch::Tensor& v,
+  torch::Tensor attend(int64_t layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                        const SinkColumn& sink) override {
-    const auto q = query_in.to(torch::kFloat32), k = key_in.to(torch::kFloat32);  // rotary runs in float32
     const int64_t T = q.size(1);
     if (plan_.count != T || plan_.first != stream_length_) plan_ = make_plan(T);
     const auto& p = plan_;
     // Every entry is what the storage reads back (kv_round_trip: rounded to bf16, or quantised to int8 unless
     // it is a sink kept exact), the queries are rounded as bf16 entries are (int8: kept float32), and the
     // products run in the format's dtype, or in float32 where LibTorch has no native bf16 product
-    // (bf16_product_dtype); the softmax and the sums run in float32.
+    // (bf16_product_dtype); rotary, the softmax and the sums run in float32.
     const KvFormat format = policy_->kv_format();
-    const auto query_dtype = kv_quantized(format) ? torch::kFloat32 : kv_storage_dtype(format);
-    const auto dt = query_dtype == torch::kFloat32 ? query_dtype : bf16_product_dtype(device_);
-    const auto query = [&](const torch::Tensor& t) { return t.to(query_dtype).to(dt); };
+    const auto rounded = kv_quantized(format) ? torch::kFloat32 : kv_storage_dtype(format);  // rotated q and k
+    const auto dt = rounded == torch::kFloat32 ? rounded : bf16_product_dtype(device_);
     const bool sink_chunk = p.first < policy_->sinks();  // chunks never straddle S
-    auto q_recent = query(apply_rotary(q, p.cos, p.sin));  // [H, T, D] at stream positions
-    auto k_rotated = apply_rotary(k, p.cos, p.sin);        // [H, T, D]
+    auto q_recent = rotate_in_float32(q, p.cos, p.sin, rounded).to(dt);  // [H, T, D] at stream positions
+    auto k_rotated = rotate_in_float32(k, p.cos, p.sin, rounded);        // [H, T, D]
     auto k_new = kv_round_trip(format, k_rotated, sink_chunk).to(dt);
     auto v_new = kv_round_trip(format, v, sink_chunk).to(dt);
-    auto q_sinks = p.sink_cos.defined() ? query(apply_rotary(q, p.sink_cos, p.sink_sin)) : q_recent;
+    auto q_sinks = p.sink_cos.defined() ? rotate_in_float32(q, p.sink_cos, p.sink_sin, rounded).to(dt) : q_recent;
 
     auto [sink_k, sink_v] = storage_.sinks(layer, p.sink_positions.numel());  // [H, S', D]
     auto [ring_k, ring_v] = storage_.ring(layer);                  // [H, capacity, D]

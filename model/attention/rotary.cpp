@@ -1,6 +1,9 @@
 #include "model/attention/rotary.h"
 
+#include <ATen/Parallel.h>
 #include <torch/torch.h>
+
+#include "core/error.h"
 
 namespace sinklm {
 
@@ -27,6 +30,56 @@ torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& cos, con
   auto out = rot * c + rotated_half * s;
   if (rotary_dims == x.size(-1)) return out;
   return torch::cat({out, x.narrow(-1, rotary_dims, x.size(-1) - rotary_dims)}, -1);
+}
+
+namespace {
+
+float to_float(float x) { return x; }
+float to_float(c10::BFloat16 x) { return static_cast<float>(x); }
+
+// One [T, D] head: row t rotated by cos[t], sin[t] (R dims, rotate-half), the other dims copied.
+template <typename In, typename Out>
+void rotate_head(const In* x, int64_t row_stride, int64_t T, int64_t D, const float* cos, const float* sin, int64_t R,
+                 Out* out) {
+  const int64_t half = R / 2;
+  for (int64_t t = 0; t < T; ++t, x += row_stride, out += D, cos += R, sin += R) {
+    for (int64_t i = 0; i < half; ++i)
+      out[i] = static_cast<Out>(to_float(x[i]) * cos[i] - to_float(x[i + half]) * sin[i]);
+    for (int64_t i = half; i < R; ++i)
+      out[i] = static_cast<Out>(to_float(x[i]) * cos[i] + to_float(x[i - half]) * sin[i]);
+    for (int64_t i = R; i < D; ++i) out[i] = static_cast<Out>(to_float(x[i]));
+  }
+}
+
+template <typename In, typename Out>
+void rotate_heads(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin, torch::Tensor& out) {
+  const int64_t H = x.size(0), T = x.size(1), D = x.size(2), R = cos.size(-1);
+  at::parallel_for(0, H, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t h = begin; h < end; ++h)
+      rotate_head(x.data_ptr<In>() + h * x.stride(0), x.stride(1), T, D, cos.data_ptr<float>(), sin.data_ptr<float>(), R,
+                  out.data_ptr<Out>() + h * T * D);
+  });
+}
+
+}  // namespace
+
+torch::Tensor rotate_in_float32(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                                torch::ScalarType out) {
+  const bool dtypes = (x.scalar_type() == torch::kFloat32 || x.scalar_type() == torch::kBFloat16) &&
+                      (out == torch::kFloat32 || out == torch::kBFloat16);
+  if (!x.device().is_cpu() || !dtypes) return apply_rotary(x.to(torch::kFloat32), cos, sin).to(out).contiguous();
+  SINKLM_ASSERT(x.dim() == 3 && cos.dim() == 2 && cos.size(0) == x.size(1) && cos.sizes() == sin.sizes() &&
+                    cos.size(1) <= x.size(2) && cos.size(1) % 2 == 0,
+                "rotate_in_float32: x [H, T, D], cos and sin [T, R], R even and <= D: ", x.sizes(), " ", cos.sizes());
+  const auto rows = x.stride(2) == 1 ? x : x.contiguous();
+  const auto c = cos.to(torch::kFloat32).contiguous(), s = sin.to(torch::kFloat32).contiguous();
+  auto result = torch::empty(x.sizes(), x.options().dtype(out));  // [H, T, D]
+  const bool bf16_in = x.scalar_type() == torch::kBFloat16, bf16_out = out == torch::kBFloat16;
+  if (bf16_in && bf16_out) rotate_heads<c10::BFloat16, c10::BFloat16>(rows, c, s, result);
+  else if (bf16_in) rotate_heads<c10::BFloat16, float>(rows, c, s, result);
+  else if (bf16_out) rotate_heads<float, c10::BFloat16>(rows, c, s, result);
+  else rotate_heads<float, float>(rows, c, s, result);
+  return result;
 }
 
 }  // namespace sinklm

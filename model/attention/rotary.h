@@ -23,7 +23,15 @@ class RotaryEmbedding {
 };
 
 // x: [B, H, T, D]; returns x with x[..., :R] rotated by the angles in cos/sin (from cos_sin(); R = cos.size(-1)).
+// The arithmetic runs in x's dtype (cos and sin are cast to it), as Hugging Face's GPT-NeoX does under autocast.
 torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+
+// apply_rotary in one pass over x [H, T, D] (float32 or bf16, any strides; cos, sin [T, R] float32 on the CPU),
+// the arithmetic in float32 whatever x's dtype, the result [H, T, D] contiguous in `out` (float32 or bf16):
+// equal to apply_rotary(x.to(float32), cos, sin).to(out). A prompt chunk's queries and keys, where apply_rotary
+// and the conversions around it were a dozen passes. Other devices take that composition.
+torch::Tensor rotate_in_float32(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                                torch::ScalarType out);
 
 }  // namespace sinklm
 

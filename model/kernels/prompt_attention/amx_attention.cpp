@@ -212,10 +212,12 @@ void transpose16x16(__m512i* r) {
   }
 }
 
-// dst[c][r] = src[r][c] for r < R and c < C (src rows src_stride apart, dst rows dst_stride apart, each dst
-// row written from column 0 to R rounded up to 32, zeros past R). Pairs of source rows become 32-bit elements
-// (row 2i in the low half), and 16 pairs x 16 columns are transposed in registers.
-void transpose_bf16(const BFloat16* src, int64_t R, int64_t src_stride, int64_t C, BFloat16* dst, int64_t dst_stride) {
+// dst[c][r] = src[r][c] for r < R and c < C (src rows src_stride apart). dst is laid out in blocks of 32 r:
+// element (c, r) at dst + c · dst_stride + (r / 32) · dst_block + r % 32, each block row written in full (zeros
+// past R). Pairs of source rows become 32-bit elements (row 2i in the low half), and 16 pairs x 16 columns are
+// transposed in registers.
+void transpose_bf16(const BFloat16* src, int64_t R, int64_t src_stride, int64_t C, BFloat16* dst, int64_t dst_stride,
+                    int64_t dst_block) {
   for (int64_t r0 = 0; r0 < R; r0 += 32)
     for (int64_t c0 = 0; c0 < C; c0 += 16) {
       const __mmask16 columns = lane_mask(C - c0);
@@ -228,7 +230,7 @@ void transpose_bf16(const BFloat16* src, int64_t R, int64_t src_stride, int64_t 
         x[i] = _mm512_or_si512(row(r0 + 2 * i), _mm512_slli_epi32(row(r0 + 2 * i + 1), 16));
       transpose16x16(x);
       for (int64_t j = 0; j < std::min<int64_t>(16, C - c0); ++j)
-        _mm512_storeu_si512(dst + (c0 + j) * dst_stride + r0, x[j]);
+        _mm512_storeu_si512(dst + (c0 + j) * dst_stride + r0 / 32 * dst_block, x[j]);
     }
 }
 
@@ -241,15 +243,18 @@ void pack_keys(const torch::Tensor& keys, int64_t h, int64_t Np, BFloat16* out) 
     for (int64_t n = 0; n < N; ++n) std::memcpy(out + n * D, k + n * keys.stride(1), D * sizeof(BFloat16));
   } else {
     SINKLM_ASSERT(keys.stride(1) == 1, "amx attention: keys [H, N, D] with rows or columns contiguous");
-    transpose_bf16(k, D, keys.stride(2), N, out, D);
+    transpose_bf16(k, D, keys.stride(2), N, out, D, 32);
   }
   std::memset(static_cast<void*>(out + N * D), 0, (Np - N) * D * sizeof(BFloat16));
 }
 
-// values[h] [N, D] → [D][Np], zeros past N: the A operand of the value product, a tile 16 dims by 32 keys.
-void pack_values(const torch::Tensor& values, int64_t h, int64_t Np, BFloat16* out) {
-  transpose_bf16(values.data_ptr<BFloat16>() + h * values.stride(0), values.size(1), values.stride(1),
-                 values.size(2), out, Np);
+// values[h] [N, D] → [Np / 32][D][32], zeros past N: per step of 32 keys, the A operands of the value product
+// (tiles of 16 dims by 32 keys) each 1 KiB contiguous. Rows Np apart ([D][Np]) would put a tile's 16 rows in one
+// L1 set at Np = 4,096 (8 KiB apart), evicting each other.
+void pack_values(const torch::Tensor& values, int64_t h, BFloat16* out) {
+  const int64_t D = values.size(2);
+  transpose_bf16(values.data_ptr<BFloat16>() + h * values.stride(0), values.size(1), values.stride(1), D, out, 32,
+                 32 * D);
 }
 
 // Raises the reference maximum of every row to the block's (`top`): sums and the outputs in the tiles rescaled.
@@ -288,20 +293,20 @@ __m512 probabilities(const float (*s)[kTileRows], const uint16_t* masks, __m512 
   return added;
 }
 
-// out (tiles 4-7) += probabilities (w.p) · values of keys k0 .. k0 + 31 (vt: [D][Np] of the head). The value
-// tiles go to tiles 0-2 in turn (the queries are reloaded for the next scores): a tile is not renamed, so a
-// load into the tile a product still reads waits for it.
+// out (tiles 4-7) += probabilities (w.p) · values of keys k0 .. k0 + 31 (vt: the head's packed values,
+// pack_values). The value tiles go to tiles 0-2 in turn (the queries are reloaded for the next scores): a tile
+// is not renamed, so a load into the tile a product still reads waits for it.
 template <int D>
-void value_product(const BFloat16* vt, int64_t Np, int64_t k0, Scratch& w) {
-  const int64_t stride = Np * 2;
+void value_product(const BFloat16* vt, int64_t k0, Scratch& w) {
+  const BFloat16* step = vt + k0 * D;  // [D][32]
   SINKLM_TILE_LOAD(3, &w.p[0][0], 64);
-  SINKLM_TILE_LOAD(0, vt + k0, stride);
-  SINKLM_TILE_LOAD(1, vt + 16 * Np + k0, stride);
-  if constexpr (D == 64) SINKLM_TILE_LOAD(2, vt + 32 * Np + k0, stride);
+  SINKLM_TILE_LOAD(0, step, 64);
+  SINKLM_TILE_LOAD(1, step + 16 * 32, 64);
+  if constexpr (D == 64) SINKLM_TILE_LOAD(2, step + 32 * 32, 64);
   _tile_dpbf16ps(4, 0, 3);
   _tile_dpbf16ps(5, 1, 3);
   if constexpr (D == 64) {
-    SINKLM_TILE_LOAD(0, vt + 48 * Np + k0, stride);
+    SINKLM_TILE_LOAD(0, step + 48 * 32, 64);
     _tile_dpbf16ps(6, 2, 3);
     _tile_dpbf16ps(7, 0, 3);
   }
@@ -350,7 +355,7 @@ __m512 step_maximum(const float (*s)[kTileRows], const uint16_t* masks) {
 // One head's 16 query rows from q0 over the whole run. Software-pipelined: the next step's score product is
 // issued before this step's softmax, so the tiles compute it while the vector units take the exponentials.
 template <int D>
-void fold_query_block(const Run& run, const StepRange* ranges, const BFloat16* kp, const BFloat16* vt, int64_t Np,
+void fold_query_block(const Run& run, const StepRange* ranges, const BFloat16* kp, const BFloat16* vt,
                       int64_t h, int64_t q0, const WindowVisibility& vis, float scale, Scratch& w) {
   const int64_t rows = std::min(kTileRows, run.T - q0);
   const uint32_t valid = (1u << rows) - 1;
@@ -389,7 +394,7 @@ void fold_query_block(const Run& run, const StepRange* ranges, const BFloat16* k
     const __m512 top = _mm512_mul_ps(step_maximum(w.s[now], step.masks), scale_v);  // scale > 0 keeps the order
     if (_mm512_cmp_ps_mask(top, _mm512_add_ps(m, lazy), _CMP_GT_OQ)) m = raise_maximum<D>(m, top, sum, w);
     sum = _mm512_add_ps(sum, probabilities(w.s[now], step.masks, scale2, _mm512_mul_ps(m, log2e), w));
-    value_product<D>(vt, Np, step.k0, w);
+    value_product<D>(vt, step.k0, w);
     now ^= 1;
     have = more;
   }
@@ -404,7 +409,7 @@ void fold_query_block(const Run& run, const StepRange* ranges, const BFloat16* k
 
 #undef SINKLM_TILE_LOAD
 
-// Every head in parallel: its keys and values packed into the thread's buffer (a head's [Np][D] and [D][Np],
+// Every head in parallel: its keys and values packed into the thread's buffer (pack_keys, pack_values: 2 x [Np, D],
 // 1 MiB at 4,096 keys, stay in L2 for its blocks of rows), then each block of 16 rows. Each thread loads the
 // tile configuration for itself (oneDNN loads its own between our calls) and releases the tiles after.
 template <int D>
@@ -423,9 +428,9 @@ void fold_run(const Run& run, const torch::Tensor& keys, const torch::Tensor& va
     load_tile_config();
     for (int64_t h = begin; h < end; ++h) {
       pack_keys(keys, h, Np, kp);
-      pack_values(values, h, Np, vt);
+      pack_values(values, h, vt);
       for (int64_t b = 0; b < blocks; ++b)
-        fold_query_block<D>(run, ranges.data(), kp, vt, Np, h, b * kTileRows, vis, scale, w);
+        fold_query_block<D>(run, ranges.data(), kp, vt, h, b * kTileRows, vis, scale, w);
     }
     _tile_release();
   });
