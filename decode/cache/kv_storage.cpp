@@ -36,21 +36,25 @@ std::pair<torch::Tensor, torch::Tensor> KvStorage::read(const KvLayer& l, const 
   return {dequantize_kv(pick(l.keys), pick(l.key_scales)), dequantize_kv(pick(l.values), pick(l.value_scales))};
 }
 
-void KvStorage::put(KvLayer& l, const torch::Tensor& columns, const torch::Tensor& k, const torch::Tensor& v,
-                    bool sinks) {
+void KvColumns::store(torch::Tensor& into, const torch::Tensor& x) const {
+  if (index.defined()) into.index_copy_(1, index, x);
+  else into.narrow(1, first, x.size(1)).copy_(x);
+}
+
+void KvStorage::put(KvLayer& l, const KvColumns& columns, const torch::Tensor& k, const torch::Tensor& v, bool sinks) {
   if (sinks && kv_sinks_exact(format_)) {
-    l.sink_keys.index_copy_(1, columns, k.to(torch::kFloat32));
-    l.sink_values.index_copy_(1, columns, v.to(torch::kFloat32));
+    columns.store(l.sink_keys, k.to(torch::kFloat32));
+    columns.store(l.sink_values, v.to(torch::kFloat32));
   } else if (!kv_quantized(format_)) {
-    l.keys.index_copy_(1, columns, k.to(l.keys.scalar_type()));
-    l.values.index_copy_(1, columns, v.to(l.values.scalar_type()));
+    columns.store(l.keys, k.to(l.keys.scalar_type()));
+    columns.store(l.values, v.to(l.values.scalar_type()));
   } else {
     auto [qk, key_scales] = quantize_kv(k);
     auto [qv, value_scales] = quantize_kv(v);
-    l.keys.index_copy_(1, columns, qk);
-    l.key_scales.index_copy_(1, columns, key_scales);
-    l.values.index_copy_(1, columns, qv);
-    l.value_scales.index_copy_(1, columns, value_scales);
+    columns.store(l.keys, qk);
+    columns.store(l.key_scales, key_scales);
+    columns.store(l.values, qv);
+    columns.store(l.value_scales, value_scales);
   }
 }
 
@@ -83,8 +87,11 @@ KvWrites KvStorage::plan_writes(int64_t first, int64_t count) const {
   w.count = count;
   const int64_t first_recent = std::max(first, sinks_), end = first + count;
   const int64_t m = std::min(std::max<int64_t>(end - first_recent, 0), recent_);
-  w.ring_slots = ring_slots_of(torch::arange(end - m, end, torch::kInt64)).to(device_);
-  w.ring_source = count - m;
+  if (m > 0) {
+    const int64_t slot = ring_slot(end - m), before_wrap = std::min(m, recent_ - slot);
+    w.ring_parts.push_back({count - m, before_wrap, sinks_ + slot});
+    if (before_wrap < m) w.ring_parts.push_back({count - m + before_wrap, m - before_wrap, sinks_});
+  }
   w.ring_capacity_after = std::min(recent_, std::max<int64_t>(end - sinks_, 0));
   return w;
 }
@@ -92,12 +99,13 @@ KvWrites KvStorage::plan_writes(int64_t first, int64_t count) const {
 void KvStorage::write(int64_t layer, const KvWrites& w, const torch::Tensor& k, const torch::Tensor& v) {
   if (w.first < sinks_) {  // the whole chunk is sinks (chunks never straddle S)
     SINKLM_ASSERT(w.first + w.count <= sinks_, "chunk ", w.first, "+", w.count, " straddles ", sinks_, " sinks");
-    put(layers_[layer], torch::arange(w.first, w.first + w.count, torch::kInt64).to(device_), k, v, true);
+    put(layers_[layer], KvColumns{w.first}, k, v, true);
     return;
   }
   grow_ring(layer, w.ring_capacity_after);
-  const int64_t m = w.ring_slots.size(0);
-  put(layers_[layer], w.ring_slots + sinks_, k.narrow(1, w.ring_source, m), v.narrow(1, w.ring_source, m), false);
+  for (const auto& part : w.ring_parts)
+    put(layers_[layer], KvColumns{part.column}, k.narrow(1, part.source, part.count), v.narrow(1, part.source, part.count),
+        false);
 }
 
 torch::Tensor KvStorage::ring_columns(const std::vector<int64_t>& held, int64_t sinks_held) const {
@@ -117,9 +125,10 @@ std::pair<torch::Tensor, torch::Tensor> KvStorage::gather(int64_t layer, const s
 void KvStorage::place(int64_t layer, const std::vector<int64_t>& held, const torch::Tensor& k, const torch::Tensor& v) {
   const int64_t sinks = std::min<int64_t>(sinks_, static_cast<int64_t>(held.size()));
   const int64_t recent = static_cast<int64_t>(held.size()) - sinks;
-  put(layers_[layer], torch::arange(sinks, torch::kInt64).to(device_), k.narrow(1, 0, sinks), v.narrow(1, 0, sinks), true);
+  put(layers_[layer], KvColumns{0}, k.narrow(1, 0, sinks), v.narrow(1, 0, sinks), true);
   grow_ring(layer, recent);
-  put(layers_[layer], ring_columns(held, sinks), k.narrow(1, sinks, recent), v.narrow(1, sinks, recent), false);
+  put(layers_[layer], KvColumns{0, ring_columns(held, sinks)}, k.narrow(1, sinks, recent), v.narrow(1, sinks, recent),
+      false);
 }
 
 void KvStorage::adopt_pool(KvPools& pools, int64_t tag) {

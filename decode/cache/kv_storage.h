@@ -39,11 +39,25 @@ struct CacheSnapshot {
 // snapshot.stream_length tokens, and its format is the policy's.
 void check_snapshot(const CacheSnapshot& snapshot, const KvCachePolicy& policy, const ModelConfig& model);
 
+// Columns of a layer's entry dimension (of S + capacity) that entries go to: a run [first, first + count) or,
+// where `index` [n] int64 is defined, those. A run is written by one copy that walks the transposed key storage
+// in its own order; an index (index_copy_) takes each entry apart, 8x slower for a 256-entry chunk of keys.
+struct KvColumns {
+  int64_t first = 0;
+  torch::Tensor index;
+  // into[:, columns] = x [H, n(, D)], x already in into's dtype.
+  void store(torch::Tensor& into, const torch::Tensor& x) const;
+};
+
 // Where a chunk of `count` entries at stream positions [first, first + count) goes, shared by the layers.
 struct KvWrites {
   int64_t first = 0, count = 0;
-  torch::Tensor ring_slots;  // [m] ring slots of the chunk's last m recent entries (the only ones that survive it)
-  int64_t ring_source = 0;   // index in the chunk of the first of those m entries
+  // The chunk's last m recent entries, the only ones that survive it: the part from index `source` in the chunk
+  // goes to the run of ring columns from `column`. At most two parts: the ring wraps at most once (m <= R).
+  struct Part {
+    int64_t source = 0, count = 0, column = 0;
+  };
+  std::vector<Part> ring_parts;
   int64_t ring_capacity_after = 0;
 };
 
@@ -95,8 +109,8 @@ class KvStorage {
   // The columns `pick` takes (from the sinks' own tensors where `sinks` and they are apart) as attention reads them.
   template <typename Pick>
   std::pair<torch::Tensor, torch::Tensor> read(const KvLayer& l, const Pick& pick, bool sinks) const;
-  // Stores k, v [H, n, D] at `columns` [n] (of S + capacity; sink columns where `sinks`) in the storage format.
-  void put(KvLayer& l, const torch::Tensor& columns, const torch::Tensor& k, const torch::Tensor& v, bool sinks);
+  // Stores k, v [H, n, D] at `columns` (sink columns where `sinks`) in the storage format.
+  void put(KvLayer& l, const KvColumns& columns, const torch::Tensor& k, const torch::Tensor& v, bool sinks);
   torch::Tensor ring_columns(const std::vector<int64_t>& held, int64_t sinks_held) const;
 
   int64_t sinks_, recent_, heads_, head_dim_;
