@@ -188,6 +188,7 @@ int run_stream_command(const std::vector<std::string>& argv) {
                             {"source", input.source},
                             {"tokenizer", input.tokenizer},
                             {"text_tokens", ids.size()},
+                            {"weights", weight_format_name(m.weights)},  // the format most projections hold
                             {"runs", results}};
   write_json(f.json, summary);
   if (f.compare) {

@@ -10,10 +10,15 @@ trap 'rm -rf "$work"' EXIT
 head -c 3000 "$SINKLM_SOURCE_DIR/README.md" >"$work/text.txt"
 
 "$SINKLM_BIN" stream --threads 1 --checkpoint "$work/ckpt" --text "$work/text.txt" --cache sink_window --window 64 \
-  --segment 500 --chunk 50 --nll-out "$work/nll.tsv" >"$work/summary.json" 2>/dev/null
+  --segment 500 --chunk 50 --nll-out "$work/nll.tsv" --json "$work/full.json" >"$work/summary.json" 2>/dev/null
+"$SINKLM_BIN" stream --threads 1 --checkpoint "$work/ckpt" --text "$work/text.txt" --window 64 --weights bf16 \
+  --max-tokens 100 --json "$work/bf16.json" >/dev/null 2>&1
 "$PYTHON" - "$work" <<'PY'
 import json, math, sys
 work = sys.argv[1]
+# The format the projections hold, for a bound in the products' dtype (scripts/bench/bench_prefill).
+assert json.load(open(f"{work}/full.json"))["weights"] == "fp32"
+assert json.load(open(f"{work}/bf16.json"))["weights"] == "bf16"
 s = json.load(open(f"{work}/summary.json"))
 text_tokens = len(open(f"{work}/text.txt", "rb").read())  # bytes = tokens
 nll = [float(l.split("\t")[1]) for l in open(f"{work}/nll.tsv") if not l.startswith("#")]
