@@ -247,5 +247,41 @@ TEST(Projection, PackingDoesNotApplyToDoubleWeights) {
   expect_close(projection(x), torch::linear(x, projection->weight, projection->bias), "float64");
 }
 
+// forward_in_product_dtype: a bf16 weight's product of many rows comes back in bf16 with the bias (and the
+// GELU) applied inside it, within bf16 rounding of the exact result; packed few-row products and float32
+// weights give forward()'s float32 result (and its GELU) exactly.
+TEST(Projection, InProductDtypeFusesBiasAndGeluForBf16AndIsForwardOtherwise) {
+  torch::manual_seed(9);
+  using Activation = ProjectionImpl::Activation;
+  Projection fp32(96, 80), bf16(96, 80);
+  {
+    torch::NoGradGuard no_grad;
+    bf16->weight.copy_(fp32->weight);
+    bf16->bias.copy_(fp32->bias * 4);  // a bias the product would not hide
+  }
+  bf16->set_weight_format(WeightFormat::Bf16);
+  bf16->pack_for_few_rows();
+  c10::InferenceMode inference;
+  for (int64_t T : {16, 200}) {
+    const auto x = torch::randn({T, 96});
+    const std::string label = "T " + std::to_string(T);
+    EXPECT_TRUE(torch::equal(fp32->forward_in_product_dtype(x), fp32(x))) << label;
+    EXPECT_TRUE(torch::equal(fp32->forward_in_product_dtype(x, Activation::Gelu), torch::gelu(fp32(x)))) << label;
+    const auto y = bf16->forward_in_product_dtype(x), g = bf16->forward_in_product_dtype(x, Activation::Gelu);
+    if (y.scalar_type() == torch::kFloat32) {  // packed, or no native bf16 product here: forward() itself
+      EXPECT_TRUE(torch::equal(y, bf16(x))) << label;
+      EXPECT_TRUE(torch::equal(g, torch::gelu(bf16(x)))) << label;
+      continue;
+    }
+    EXPECT_GT(T, ProjectionImpl::kFewRows);
+    const auto exact = torch::linear(x.to(torch::kBFloat16).to(torch::kFloat64), bf16->weight.to(torch::kFloat64),
+                                     bf16->bias.to(torch::kFloat64));  // [T, 80]
+    // bf16 rounding of the result and of the bias (2^-8 relative each), float32 accumulation far below.
+    const auto bound = (exact.abs() + bf16->bias.to(torch::kFloat64).abs()) * std::ldexp(1.0, -8) + 1e-4;
+    expect_within(y.to(torch::kFloat32), exact, bound, label);
+    expect_within(g.to(torch::kFloat32), torch::gelu(exact), bound, label + " gelu");
+  }
+}
+
 }  // namespace
 }  // namespace sinklm
