@@ -234,8 +234,11 @@ void CachedDecoder::pool_decoding_caches(const std::vector<StreamChunk>& chunks)
 torch::Tensor CachedDecoder::recompute_step(const StreamChunk& chunk, LogitsWanted wanted) {
   auto* stream = chunk.stream;
   std::vector<torch::Tensor> rows;
-  for (int64_t id : chunk.ids) {
-    stream->record({id});
+  for (size_t i = 0; i < chunk.ids.size(); ++i) {
+    stream->record({chunk.ids[i]});
+    // No K/V is kept: a token whose logits are not returned needs no forward at all.
+    const bool returned = chunk.logits && (wanted == LogitsWanted::All || i + 1 == chunk.ids.size());
+    if (!returned) continue;
     std::vector<int64_t> held(stream->held_tokens().begin(), stream->held_tokens().end());
     auto input = torch::tensor(held, torch::kInt64).to(device()).unsqueeze(0);  // [1, N]
     torch::Tensor positions;  // cache rule: 0..N-1, the forward's default
@@ -244,7 +247,7 @@ torch::Tensor CachedDecoder::recompute_step(const StreamChunk& chunk, LogitsWant
     auto hidden = model_->hidden_states(input, positions)[0];  // [N, C]
     rows.push_back(model_->embed_out(hidden.narrow(0, hidden.size(0) - 1, 1)).to(torch::kFloat32));  // [1, V]
   }
-  if (!chunk.logits) return {};
+  if (rows.empty()) return {};
   return wanted == LogitsWanted::All ? torch::cat(rows, 0) : rows.back();
 }
 
