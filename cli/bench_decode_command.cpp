@@ -22,6 +22,7 @@
 #include "model/analysis/roofline.h"
 #include "decode/cached_decoder.h"
 #include "model/analysis/kernel_trace.h"
+#include "model/kernels/token_scores.h"
 #include "cli/commands.h"
 #include "cli/inference_model.h"
 
@@ -145,7 +146,7 @@ int run_bench_decode_command(const std::vector<std::string>& argv) {
     sync();
     const auto t0 = std::chrono::steady_clock::now();
     auto logits = decoder.step(chunks);
-    for (int64_t i = 0; i < streams; ++i) next[i] = logits[i][0].narrow(0, 0, model.tokenizer_vocab_size).argmax().item<int64_t>();
+    for (int64_t i = 0; i < streams; ++i) next[i] = top_token(logits[i][0].narrow(0, 0, model.tokenizer_vocab_size));
     sync();
     if (trace) trace->after_step(s);
     if (s >= warmup) step_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "model/kernels/token_scores.h"
 
 namespace sinklm {
 
@@ -17,7 +18,7 @@ TokenSampler::TokenSampler(const SamplingParams& params, int64_t allowed_vocab)
 
 torch::Tensor TokenSampler::pickable(const torch::Tensor& logits) const {
   auto row = logits.reshape({-1}).narrow(0, 0, allowed_vocab_).to(torch::kCPU, torch::kFloat64);
-  if (params_.logit_bias.empty() && (!penalised() || picked_.empty())) return row;
+  if (!adjusts()) return row;
   row = row.clone();  // never the caller's logits
   double* r = row.data_ptr<double>();
   for (const auto& [id, bias] : params_.logit_bias)
@@ -48,7 +49,8 @@ int64_t TokenSampler::next(const torch::Tensor& logits) {
 }
 
 int64_t TokenSampler::pick(const torch::Tensor& logits) {
-  if (params_.temperature == 0) return most_likely(logits, 1)[0];
+  if (params_.temperature == 0)  // the first of the largest logits, read in place where nothing adjusts them
+    return adjusts() ? most_likely(logits, 1)[0] : top_token(logits.reshape({-1}).narrow(0, 0, allowed_vocab_));
   auto row = pickable(logits);  // [V']
   auto [sorted, order] = torch::sort(row / params_.temperature, /*dim=*/0, /*descending=*/true);
   int64_t keep = params_.top_k > 0 ? std::min(params_.top_k, sorted.size(0)) : sorted.size(0);

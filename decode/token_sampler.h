@@ -35,6 +35,7 @@ class TokenSampler {
  private:
   int64_t pick(const torch::Tensor& logits);
   bool penalised() const { return params_.presence_penalty != 0 || params_.frequency_penalty != 0; }
+  bool adjusts() const { return !params_.logit_bias.empty() || (penalised() && !picked_.empty()); }  // the next row
   torch::Tensor pickable(const torch::Tensor& logits) const;  // [allowed_vocab] float64 on the CPU, adjusted
 
   SamplingParams params_;

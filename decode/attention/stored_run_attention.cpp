@@ -2,9 +2,21 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+
 #include "model/kernels/cache_attention_kernel.h"
 
 namespace sinklm {
+
+// Whether any new entry takes a sink column (only a stream's first S tokens do): answered from the host copy
+// of the columns where they are on the CPU, so a steady decode step launches no op for it.
+bool stores_a_sink(const torch::Tensor& columns, int64_t sinks) {
+  if (sinks == 0) return false;
+  if (!columns.device().is_cpu()) return columns.lt(sinks).any().item<bool>();
+  const auto c = columns.contiguous();
+  const int64_t* column = c.data_ptr<int64_t>();
+  return std::any_of(column, column + c.numel(), [&](int64_t j) { return j < sinks; });
+}
 
 void store_decode_entries(KvFormat format, const KvLayer& run, const torch::Tensor& rows, const torch::Tensor& columns,
                           int64_t sinks, const torch::Tensor& new_keys, const torch::Tensor& new_values) {
@@ -12,32 +24,24 @@ void store_decode_entries(KvFormat format, const KvLayer& run, const torch::Tens
   auto [qk, key_scales] = quantize_kv(new_keys);    // [n, H, D] int8, [n, H] float16
   auto [qv, value_scales] = quantize_kv(new_values);
   store_cache_entries(run.keys, run.values, rows, columns, qk, qv);
-  using torch::indexing::Slice;
-  KvLayer to = run;  // handles to the same storage
-  to.key_scales.index_put_({rows, Slice(), columns}, key_scales);
-  to.value_scales.index_put_({rows, Slice(), columns}, value_scales);
-  if (!kv_sinks_exact(format)) return;
-  const auto at_sink = columns.lt(sinks).nonzero().squeeze(1);  // only a stream's first S tokens
-  if (at_sink.numel() == 0) return;
-  const auto sink_rows = rows.index_select(0, at_sink), sink_columns = columns.index_select(0, at_sink);
-  to.sink_keys.index_put_({sink_rows, Slice(), sink_columns}, new_keys.index_select(0, at_sink).to(torch::kFloat32));
-  to.sink_values.index_put_({sink_rows, Slice(), sink_columns}, new_values.index_select(0, at_sink).to(torch::kFloat32));
+  // The scales as entries of one element: [m, H, width, 1] at [rows[i], :, columns[i]].
+  store_cache_entries(run.key_scales.unsqueeze(3), run.value_scales.unsqueeze(3), rows, columns,
+                      key_scales.unsqueeze(2), value_scales.unsqueeze(2));
+  if (!kv_sinks_exact(format) || !stores_a_sink(columns, sinks)) return;
+  const auto at_sink = columns.lt(sinks).nonzero().squeeze(1);
+  store_cache_entries(run.sink_keys, run.sink_values, rows.index_select(0, at_sink), columns.index_select(0, at_sink),
+                      new_keys.index_select(0, at_sink).to(torch::kFloat32),
+                      new_values.index_select(0, at_sink).to(torch::kFloat32));
 }
 
 torch::Tensor stored_key_scores(KvFormat format, const KvLayer& run, const torch::Tensor& queries, int64_t sinks) {
-  auto scores = cached_key_scores(queries, run.keys, sinks, run.key_scales);  // [m, H, 1, width]
-  if (kv_sinks_exact(format) && sinks > 0) {
-    const auto sink_query = queries.narrow(2, queries.size(2) - 1, 1).to(torch::kFloat32);  // [m, H, 1, D]
-    scores.narrow(-1, 0, sinks).copy_(torch::matmul(sink_query, run.sink_keys.transpose(2, 3)));
-  }
-  return scores;
+  const bool exact = kv_sinks_exact(format) && sinks > 0;
+  return cached_key_scores(queries, run.keys, sinks, run.key_scales, exact ? run.sink_keys : torch::Tensor());
 }
 
 torch::Tensor stored_value_mix(KvFormat format, const KvLayer& run, const torch::Tensor& probs, int64_t sinks) {
-  if (!kv_sinks_exact(format) || sinks == 0) return cached_value_mix(probs, run.values, run.value_scales);
-  // The int8 sink columns are left out: their exact copies stand in.
-  return cached_value_mix(probs, run.values, run.value_scales, sinks) +
-         torch::matmul(probs.narrow(-1, 0, sinks), run.sink_values);
+  const bool exact = kv_sinks_exact(format) && sinks > 0;
+  return cached_value_mix(probs, run.values, run.value_scales, exact ? run.sink_values : torch::Tensor());
 }
 
 }  // namespace sinklm

@@ -51,6 +51,39 @@ ScaleView scale_view(const torch::Tensor& scales) {
   return {static_cast<const Half*>(scales.data_ptr()), scales.stride(0), scales.stride(1)};
 }
 
+// int8's exact float32 copies of the first `count` columns, [m, H, count, D] (count 0: none). They are read
+// as they are (a stream's few sink entries against its thousands of cached ones), sums over d in order.
+struct ExactSinks {
+  CacheView<float> view{};
+  int64_t count = 0, dims = 0;
+  // scores[s] = <q, copy s> for s < count.
+  void score(const float* q, int64_t i, int64_t h, float* scores) const {
+    const float* at = view.at(i, h);
+    for (int64_t s = 0; s < count; ++s) {
+      float sum = 0;
+      for (int64_t d = 0; d < dims; ++d) sum += q[d] * at[s * view.row_stride + d * view.dim_stride];
+      scores[s] = sum;
+    }
+  }
+  // out[d] += sum_s probs[s] copy s[d].
+  void mix(const float* probs, int64_t i, int64_t h, float* out) const {
+    const float* at = view.at(i, h);
+    for (int64_t d = 0; d < dims; ++d) {
+      float sum = 0;
+      for (int64_t s = 0; s < count; ++s) sum += probs[s] * at[s * view.row_stride + d * view.dim_stride];
+      out[d] += sum;
+    }
+  }
+};
+
+ExactSinks exact_sinks(const torch::Tensor& copies, const torch::Tensor& cache) {
+  if (!copies.defined()) return {};
+  SINKLM_ASSERT(copies.scalar_type() == torch::kFloat32 && copies.dim() == 4 && copies.size(0) == cache.size(0) &&
+                    copies.size(1) == cache.size(1) && copies.size(2) <= cache.size(2) && copies.size(3) == cache.size(3),
+                "exact sink copies ", copies.sizes(), " ", copies.scalar_type(), " of a cache ", cache.sizes());
+  return {view_of<float>(copies), copies.size(2), copies.size(3)};
+}
+
 // Runs body(i, h) for every (stream, head) pair, in parallel. A pair reads `elements` cached values; a task
 // takes enough pairs to read at least kTaskElements, so one stream's 12 heads over a long cache still split
 // between threads (decode's attention at one stream), while short caches stay on one thread.
@@ -174,19 +207,41 @@ struct V16 {
 #pragma GCC pop_options
 }  // namespace avx2
 
-// entries [n, H, D] float32 into cache [m, H, width, D] of T at [rows[i], :, columns[i]].
+// entries [n, H, D] into cache [m, H, width, D] of T (any strides) at [rows[i], :, columns[i]]: entries of T as
+// they are, others through float32 (bfloat16: rounded to nearest even, as .to() rounds).
 template <typename T>
 void store_entries(const torch::Tensor& cache, const torch::Tensor& entries, const int64_t* rows, const int64_t* columns) {
   const int64_t n = entries.size(0), H = entries.size(1), D = entries.size(2);
-  const auto e = entries.to(torch::kFloat32).contiguous();
-  const float* from = e.data_ptr<float>();
   T* to = static_cast<T*>(cache.data_ptr());
   const int64_t s0 = cache.stride(0), s1 = cache.stride(1), s2 = cache.stride(2), s3 = cache.stride(3);
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t h = 0; h < H; ++h) {
-      T* at = to + rows[i] * s0 + h * s1 + columns[i] * s2;
-      for (int64_t d = 0; d < D; ++d) at[d * s3] = T(from[(i * H + h) * D + d]);  // bfloat16: round to nearest even
+  const auto copy = [&](const auto* from) {
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t h = 0; h < H; ++h) {
+        T* at = to + rows[i] * s0 + h * s1 + columns[i] * s2;
+        for (int64_t d = 0; d < D; ++d) at[d * s3] = T(from[(i * H + h) * D + d]);
+      }
+  };
+  if (entries.scalar_type() == cache.scalar_type()) return copy(static_cast<const T*>(entries.contiguous().data_ptr()));
+  copy(entries.to(torch::kFloat32).contiguous().data_ptr<float>());
+}
+
+// store_cache_entries for one cache: the loop above for the dtypes a cache is stored in, index_put_ elsewhere.
+void store_into(const torch::Tensor& cache, const torch::Tensor& entries, const torch::Tensor& rows,
+                const torch::Tensor& columns) {
+  const auto r = rows.contiguous(), c = columns.contiguous();  // int64 on the caches' device
+  const auto store = [&](auto element) {
+    store_entries<decltype(element)>(cache, entries, r.data_ptr<int64_t>(), c.data_ptr<int64_t>());
+  };
+  if (cache.device().is_cpu()) switch (cache.scalar_type()) {
+      case torch::kFloat32: return store(float{});
+      case torch::kBFloat16: return store(BFloat16{});
+      case torch::kChar: return store(int8_t{});
+      case torch::kHalf: return store(Half{});
+      default: break;
     }
+  using torch::indexing::Slice;
+  auto target = cache;  // a handle to the same storage
+  target.index_put_({rows, Slice(), columns}, entries.to(cache.scalar_type()));
 }
 
 // The per-tensor halves of cache_attention_kernel_applies. AVX2 takes bfloat16 and int8 caches only: float32
@@ -226,28 +281,20 @@ bool cache_attention_kernel_applies(const torch::Tensor& keys, const torch::Tens
 void store_cache_entries(const torch::Tensor& keys, const torch::Tensor& values, const torch::Tensor& rows,
                          const torch::Tensor& columns, const torch::Tensor& new_keys, const torch::Tensor& new_values) {
   SINKLM_ASSERT(rows.numel() == new_keys.size(0) && columns.numel() == rows.numel() &&
-                    new_values.sizes() == new_keys.sizes() && keys.size(1) == new_keys.size(1) &&
-                    keys.size(3) == new_keys.size(2),
+                    new_values.sizes() == new_keys.sizes() && new_keys.dim() == 3 && keys.dim() == 4 &&
+                    keys.size(1) == new_keys.size(1) && keys.size(3) == new_keys.size(2),
                 "keys ", keys.sizes(), ", new keys ", new_keys.sizes(), ", ", rows.numel(), " rows");
-  if (!cache_attention_kernel_applies(keys, values)) {
-    using torch::indexing::Slice;
-    for (auto [cache, entries] : {std::pair{keys, new_keys}, std::pair{values, new_values}})
-      cache.index_put_({rows, Slice(), columns}, entries.to(cache.scalar_type()));  // a handle to the same storage
-    return;
-  }
-  const auto r = rows.contiguous(), c = columns.contiguous();  // int64 on the CPU, as the caches
-  with_element_type(keys, [&](auto element) {
-    using T = decltype(element);
-    store_entries<T>(keys, new_keys, r.data_ptr<int64_t>(), c.data_ptr<int64_t>());
-    store_entries<T>(values, new_values, r.data_ptr<int64_t>(), c.data_ptr<int64_t>());
-  });
+  store_into(keys, new_keys, rows, columns);
+  store_into(values, new_values, rows, columns);
 }
 
 torch::Tensor cached_key_scores(const torch::Tensor& queries, const torch::Tensor& keys, int64_t split,
-                                const torch::Tensor& key_scales) {
+                                const torch::Tensor& key_scales, const torch::Tensor& sink_keys) {
   SINKLM_ASSERT(keys.dim() == 4 && queries.dim() == 4 && queries.size(2) <= 2, "queries ", queries.sizes(),
                 ", keys ", keys.sizes());
   const int64_t r = queries.size(2);
+  SINKLM_ASSERT(!sink_keys.defined() || r == 1 || sink_keys.size(2) <= split, sink_keys.size(2),
+                " exact sink columns past the ", split, " the sinks' query row takes");
   if (!kernel_reads_keys(keys)) {  // LibTorch: products in the storage dtype (int8: float32)
     const auto dtype = product_dtype(keys);
     const auto q = queries.to(dtype);
@@ -257,47 +304,55 @@ torch::Tensor cached_key_scores(const torch::Tensor& queries, const torch::Tenso
                          : torch::cat({torch::matmul(q.narrow(2, 1, 1), keys_t.narrow(3, 0, split)),
                                        torch::matmul(q.narrow(2, 0, 1), keys_t.narrow(3, split, width - split))}, -1);
     scores = scores.to(torch::kFloat32);
-    return key_scales.defined() ? scores * key_scales.unsqueeze(2).to(torch::kFloat32) : scores;
+    if (key_scales.defined()) scores = scores * key_scales.unsqueeze(2).to(torch::kFloat32);
+    if (sink_keys.defined())
+      scores.narrow(-1, 0, sink_keys.size(2))
+          .copy_(torch::matmul(queries.narrow(2, r - 1, 1).to(torch::kFloat32), sink_keys.transpose(2, 3)));
+    return scores;
   }
   auto q = queries.to(torch::kFloat32).contiguous();                                      // [m, H, r, D]
   auto scores = torch::empty({keys.size(0), keys.size(1), 1, keys.size(2)}, q.options());  // [m, H, 1, width]
   const float* query = q.data_ptr<float>();
   float* out = scores.data_ptr<float>();
   const ScaleView scales = scale_view(key_scales);
+  const ExactSinks sinks = exact_sinks(sink_keys, keys);
   with_element_type(keys, [&](auto element) {
     using T = decltype(element);
     if (!cpu_has_avx512f()) {
-      if constexpr (!std::is_same_v<T, float>) avx2::score_all<T>(keys, query, r, split, scales, out);  // not float32
+      if constexpr (!std::is_same_v<T, float>) avx2::score_all<T>(keys, query, r, split, scales, sinks, out);  // not float32
     } else {
-      avx512::score_all<T>(keys, query, r, split, scales, out);
+      avx512::score_all<T>(keys, query, r, split, scales, sinks, out);
     }
   });
   return scores;
 }
 
 torch::Tensor cached_value_mix(const torch::Tensor& probs, const torch::Tensor& values, const torch::Tensor& value_scales,
-                               int64_t skip) {
+                               const torch::Tensor& sink_values) {
   SINKLM_ASSERT(values.dim() == 4 && probs.size(-1) == values.size(2), "probs ", probs.sizes(), ", values ",
                 values.sizes());
+  SINKLM_ASSERT(!sink_values.defined() || value_scales.defined(), "exact sink copies come with int8 values only");
   if (!kernel_reads_values(values)) {  // LibTorch: products in the storage dtype (int8: float32)
     const auto dtype = product_dtype(values);
-    SINKLM_ASSERT(skip == 0 || value_scales.defined(), "columns are left out of int8 values only");
     auto p = value_scales.defined() ? probs * value_scales.unsqueeze(2).to(torch::kFloat32) : probs;  // a new tensor
-    if (skip > 0) p.narrow(-1, 0, skip).zero_();
-    return torch::matmul(p.to(dtype), values.to(dtype)).to(torch::kFloat32);
+    if (!sink_values.defined()) return torch::matmul(p.to(dtype), values.to(dtype)).to(torch::kFloat32);
+    const int64_t S = sink_values.size(2);
+    p.narrow(-1, 0, S).zero_();
+    return torch::matmul(p.to(dtype), values.to(dtype)).to(torch::kFloat32) +
+           torch::matmul(probs.narrow(-1, 0, S).to(torch::kFloat32), sink_values);
   }
   auto p = probs.to(torch::kFloat32).contiguous();                                            // [m, H, 1, width]
   auto out = torch::empty({values.size(0), values.size(1), 1, values.size(3)}, p.options());  // [m, H, 1, D]
   const float* probs_in = p.data_ptr<float>();
   float* mixed = out.data_ptr<float>();
   const ScaleView scales = scale_view(value_scales);
-  SINKLM_ASSERT(skip == 0 || scales.data, "columns are left out of int8 values only");
+  const ExactSinks sinks = exact_sinks(sink_values, values);
   with_element_type(values, [&](auto element) {
     using T = decltype(element);
     if (!cpu_has_avx512f()) {
-      if constexpr (!std::is_same_v<T, float>) avx2::mix_all<T>(values, probs_in, scales, skip, mixed);  // not float32
+      if constexpr (!std::is_same_v<T, float>) avx2::mix_all<T>(values, probs_in, scales, sinks, mixed);  // not float32
     } else {
-      avx512::mix_all<T>(values, probs_in, scales, skip, mixed);
+      avx512::mix_all<T>(values, probs_in, scales, sinks, mixed);
     }
   });
   return out;

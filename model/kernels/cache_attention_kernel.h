@@ -20,22 +20,28 @@ namespace sinklm {
 // up to 128, on an AVX-512F CPU or, for bfloat16 and int8, an AVX2 one with FMA.
 bool cache_attention_kernel_applies(const torch::Tensor& keys, const torch::Tensor& values);
 
-// Writes entry i of new_keys and new_values ([n, H, D] float32) into keys and values (as above) at
+// Writes entry i of new_keys and new_values ([n, H, D...]) into keys and values ([m, H, width, D...]) at
 // [rows[i], :, columns[i]] (rows, columns: [n] int64 on the caches' device; bfloat16: rounded to nearest even,
-// as .to() rounds; int8: the entries are already integers, quantize_kv): index_put_, which the kernel path does without its per-call indexing machinery.
+// as .to() rounds; int8: the entries are already integers, quantize_kv). On the CPU a loop over the strides
+// (any layout: the transposed keys, int8's [m, H, width, 1] scales), elsewhere index_put_: LibTorch's indexing
+// machinery costs more per call than a decode step's few entries.
 void store_cache_entries(const torch::Tensor& keys, const torch::Tensor& values, const torch::Tensor& rows,
                          const torch::Tensor& columns, const torch::Tensor& new_keys, const torch::Tensor& new_values);
 
+// int8 K/V keeps exact float32 copies of the first S entries (the sinks, decode/cache/kv_pool.h), [m, H, S, D]:
+// where given, those columns are scored and mixed from the copies, and their int8 entries are not read.
+
 // queries [m, H, r, D] (r = 1; or r = 2 where the first `split` columns take query row 1 and the rest row 0),
 // keys [m, H, width, D] -> float32 scores [m, H, 1, width]: scores[i, h, 0, j] = <query, keys[i, h, j]>, times
-// key_scales[i, h, j] when given (int8 keys: [m, H, width] float16, entries contiguous).
+// key_scales[i, h, j] when given (int8 keys: [m, H, width] float16, entries contiguous); the first S columns
+// <query, sink_keys[i, h, j]> when sink_keys is given (S <= split where r = 2).
 torch::Tensor cached_key_scores(const torch::Tensor& queries, const torch::Tensor& keys, int64_t split,
-                                const torch::Tensor& key_scales = {});
+                                const torch::Tensor& key_scales = {}, const torch::Tensor& sink_keys = {});
 
 // probs [m, H, 1, width], values [m, H, width, D] -> [m, H, 1, D]: sum_j probs[i, h, 0, j] values[i, h, j], each
-// probability times value_scales[i, h, j] when given (int8 values, as key_scales), and the first `skip` columns
-// left out (int8's exact sinks are mixed apart).
+// probability times value_scales[i, h, j] when given (int8 values, as key_scales), the first S values taken
+// from sink_values when given.
 torch::Tensor cached_value_mix(const torch::Tensor& probs, const torch::Tensor& values,
-                               const torch::Tensor& value_scales = {}, int64_t skip = 0);
+                               const torch::Tensor& value_scales = {}, const torch::Tensor& sink_values = {});
 
 }  // namespace sinklm

@@ -59,4 +59,13 @@ TokenScores token_scores(const torch::Tensor& logits, const std::vector<int64_t>
   return scores;
 }
 
+int64_t top_token(const torch::Tensor& logits) {
+  const auto row = logits.reshape({1, -1});  // a view of a contiguous row
+  if (!kernel_applies(row)) return row.argmax(1).item<int64_t>();
+  const float* x = row.data_ptr<float>();
+  const int64_t V = row.size(1);
+  SINKLM_ASSERT(V > 0, "an empty row of logits");
+  return first_index_of(x, V, max_of(x, V));
+}
+
 }  // namespace sinklm

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <limits>
+
 #include "model/kernels/token_scores.h"
 
 namespace sinklm {
@@ -54,6 +56,30 @@ TEST(TokenScores, FallbackTakesOtherDtypesAndStridedRows) {
     EXPECT_TRUE(torch::allclose(nll, reference_nll(logits, targets), 1e-5, 1e-5));
     EXPECT_TRUE(torch::equal(top1, logits.argmax(1)));
   }
+}
+
+// Greedy decoding's pick, row by row: [V] and [1, V] rows, strided and bf16 rows (LibTorch's argmax), against
+// torch.argmax on the rows above (ties, the ragged last vector, extremes).
+TEST(TokenScores, TopTokenIsArgmaxOfEveryRow) {
+  torch::manual_seed(5);
+  const int64_t V = 50277;
+  auto logits = torch::randn({6, V}) * 4;
+  logits[1].fill_(-2.5);
+  logits[2][V - 1] = 50;
+  logits[3][V - 3] = 60;
+  logits[3][17] = 60;
+  logits[4][0] = 1e30;
+  logits[5].fill_(-std::numeric_limits<float>::infinity());
+  logits[5][V - 2] = -1e30;
+  for (int64_t i = 0; i < logits.size(0); ++i) {
+    const int64_t expected = logits[i].argmax().item<int64_t>();
+    EXPECT_EQ(top_token(logits[i]), expected) << "row " << i;
+    EXPECT_EQ(top_token(logits[i].unsqueeze(0)), expected) << "row " << i << " as [1, V]";
+    EXPECT_EQ(top_token(logits[i].to(torch::kBFloat16)), logits[i].to(torch::kBFloat16).argmax().item<int64_t>());
+  }
+  EXPECT_EQ(top_token(logits.select(1, 9)), logits.select(1, 9).argmax().item<int64_t>()) << "a strided column";
+  EXPECT_EQ(top_token(logits[3]), 17);
+  EXPECT_EQ(top_token(logits[2]), V - 1);
 }
 
 }  // namespace
