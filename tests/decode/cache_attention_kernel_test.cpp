@@ -61,24 +61,28 @@ TEST(CacheAttentionKernel, ScoresAndMixEqualMatmulOnThePoolLayout) {
       }
 }
 
+// Every dtype a cache is stored in (float16: int8's scales, as [m, H, width, 1]), on layouts the attention
+// kernels read and on ones they do not (D = 1, 8).
 TEST(CacheAttentionKernel, StoreEqualsIndexPut) {
   torch::manual_seed(1);
-  for (auto dtype : {torch::kFloat32, torch::kBFloat16, torch::kChar}) {
-    auto run = random_run(4, 3, 20, 32, dtype), reference = random_run(4, 3, 20, 32, dtype);
-    reference.keys.copy_(run.keys);
-    reference.values.copy_(run.values);
-    const auto r = torch::tensor({0, 2, 3}, torch::kInt64), c = torch::tensor({5, 0, 19}, torch::kInt64);
-    const auto entries = [&] {  // int8 entries arrive as integers (quantize_kv)
-      return dtype == torch::kChar ? torch::randint(-127, 128, {3, 3, 32}) : torch::randn({3, 3, 32});
-    };
-    auto k = entries(), v = entries();
-    store_cache_entries(run.keys, run.values, r, c, k, v);
-    using torch::indexing::Slice;
-    reference.keys.index_put_({r, Slice(), c}, k.to(dtype));
-    reference.values.index_put_({r, Slice(), c}, v.to(dtype));
-    EXPECT_TRUE(torch::equal(run.keys, reference.keys)) << c10::toString(dtype);
-    EXPECT_TRUE(torch::equal(run.values, reference.values)) << c10::toString(dtype);
-  }
+  for (auto dtype : {torch::kFloat32, torch::kBFloat16, torch::kChar, torch::kHalf})
+    for (int64_t D : {32, 8, 1}) {
+      auto run = random_run(4, 3, 20, D, dtype), reference = random_run(4, 3, 20, D, dtype);
+      reference.keys.copy_(run.keys);
+      reference.values.copy_(run.values);
+      const auto r = torch::tensor({0, 2, 3}, torch::kInt64), c = torch::tensor({5, 0, 19}, torch::kInt64);
+      const auto entries = [&] {  // int8 entries arrive as integers (quantize_kv)
+        return dtype == torch::kChar ? torch::randint(-127, 128, {3, 3, D}) : torch::randn({3, 3, D});
+      };
+      auto k = entries(), v = entries();
+      store_cache_entries(run.keys, run.values, r, c, k, v);
+      using torch::indexing::Slice;
+      reference.keys.index_put_({r, Slice(), c}, k.to(dtype));
+      reference.values.index_put_({r, Slice(), c}, v.to(dtype));
+      const std::string what = std::string(c10::toString(dtype)) + " D " + std::to_string(D);
+      EXPECT_TRUE(torch::equal(run.keys, reference.keys)) << what;
+      EXPECT_TRUE(torch::equal(run.values, reference.values)) << what;
+    }
 }
 
 TEST(CacheAttentionKernel, DoesNotApplyToRowMajorKeysHalfOrRaggedHeads) {

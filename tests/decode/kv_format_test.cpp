@@ -68,26 +68,31 @@ TEST(StoredRunAttention, Int8ScoresAndMixEqualAttentionOverTheDequantisedEntries
   torch::manual_seed(4);
   for (auto format : {KvFormat::Int8, KvFormat::Int8All})
     for (int64_t D : {8, 16, 64})  // 8: LibTorch's products (the kernels take multiples of 16)
-      for (int64_t width : {2, 17, 300}) {
-        const int64_t m = 3, H = 2, S = 1;
-        const std::string what = std::string(kv_format_name(format)) + " D " + std::to_string(D) + " width " +
-                                 std::to_string(width);
-        const auto run = stored_run(format, m, H, S, width, D);
-        auto keys = dequantize_kv(run.keys, run.key_scales), values = dequantize_kv(run.values, run.value_scales);
-        if (kv_sinks_exact(format)) {  // the reference reads the sink column from its exact copy
-          keys.narrow(2, 0, S).copy_(run.sink_keys);
-          values.narrow(2, 0, S).copy_(run.sink_values);
+      for (int64_t width : {2, 17, 300})
+        for (int64_t S : {1, 2}) {
+          if (S > width) continue;
+          const int64_t m = 3, H = 2;
+          const std::string what = std::string(kv_format_name(format)) + " D " + std::to_string(D) + " width " +
+                                   std::to_string(width) + " sinks " + std::to_string(S);
+          const auto run = stored_run(format, m, H, S, width, D);
+          auto keys = dequantize_kv(run.keys, run.key_scales), values = dequantize_kv(run.values, run.value_scales);
+          if (kv_sinks_exact(format)) {  // the reference reads the sink column from its exact copy
+            keys.narrow(2, 0, S).copy_(run.sink_keys);
+            values.narrow(2, 0, S).copy_(run.sink_values);
+          }
+          auto queries = torch::randn({m, H, 2, D});  // row 1 against the sinks, row 0 against the rest
+          const auto keys_t = keys.transpose(2, 3);
+          auto expected = torch::cat({torch::matmul(queries.narrow(2, 1, 1), keys_t.narrow(3, 0, S)),
+                                      torch::matmul(queries.narrow(2, 0, 1), keys_t.narrow(3, S, width - S))}, -1);
+          auto scores = stored_key_scores(format, run, queries, S);
+          EXPECT_LE(testing_support::scaled_max_error(scores, expected), 1e-5) << what;
+          const auto one = queries.narrow(2, 0, 1);  // one query row for every column
+          EXPECT_LE(testing_support::scaled_max_error(stored_key_scores(format, run, one, S), torch::matmul(one, keys_t)),
+                    1e-5) << what << " one query";
+          auto probs = torch::softmax(scores, -1);
+          EXPECT_LE(testing_support::scaled_max_error(stored_value_mix(format, run, probs, S), torch::matmul(probs, values)),
+                    1e-5) << what;
         }
-        auto queries = torch::randn({m, H, 2, D});  // row 1 against the sinks, row 0 against the rest
-        const auto keys_t = keys.transpose(2, 3);
-        auto expected = torch::cat({torch::matmul(queries.narrow(2, 1, 1), keys_t.narrow(3, 0, S)),
-                                    torch::matmul(queries.narrow(2, 0, 1), keys_t.narrow(3, S, width - S))}, -1);
-        auto scores = stored_key_scores(format, run, queries, S);
-        EXPECT_LE(testing_support::scaled_max_error(scores, expected), 1e-5) << what;
-        auto probs = torch::softmax(scores, -1);
-        EXPECT_LE(testing_support::scaled_max_error(stored_value_mix(format, run, probs, S), torch::matmul(probs, values)),
-                  1e-5) << what;
-      }
 }
 
 }  // namespace
