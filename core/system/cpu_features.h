@@ -46,6 +46,9 @@ inline bool cpu_has_avx512_vnni() {
 // AMX-TILE and AMX-BF16 (Intel Sapphire Rapids and later) with the process's leave to use the tiles, asked of
 // the kernel once here, and AVX512-BF16 beside them: the prompt attention of model/kernels/prompt_attention/amx_attention.h.
 bool cpu_has_amx_bf16();
+// AMX-TILE and AMX-INT8 with that leave, and AVX512-VNNI beside them: the int8 few-row product's tiles of 16 rows
+// (model/kernels/few_row_matmul.h).
+bool cpu_has_amx_int8();
 
 // AVX2 with FMA (and F16C, which every such CPU has): the bf16 and int8 few-row products on CPUs without those
 // AVX-512 sets, and the decode attention over bfloat16 and int8 K/V (model/kernels/cache_attention_kernel.h).

@@ -46,15 +46,16 @@ ColumnData column_data(const ColumnData& c, int64_t first) {
 // product, flush() closes an int8 block, store() writes the 16 outputs. kRows: rows per tile.
 #include "model/kernels/few_row_avx512.inc"
 #include "model/kernels/few_row_avx2.inc"
+#include "model/kernels/few_row_amx.inc"
 
 uint32_t bf16_bits(float v) { return c10::BFloat16(v).x; }  // round to nearest even, as Tensor.to(bf16)
 float bf16_value(float v) { return static_cast<float>(c10::BFloat16(v)); }
 
 // The q8 activations of one row: xq = round(x / a[b]) per block b of 32 k, a[b] = max_{k in b} |x| / 127
 // (1 for an all-zero block), as quantize_int8 computes them. Writes the units to out[g * m] and a[b] and the
-// block's excess 128 Σ_{k in b} xq to block_scale[b * m] and block_excess[b * m].
+// block's excess 128 Σ_{k in b} xq to block_scale[b * row_step] and block_excess[b * row_step].
 void int8_row_units(const float* x, int64_t stride, int64_t K, int64_t Kg, int64_t m, uint32_t* out,
-                    float* block_scale, int32_t* block_excess) {
+                    float* block_scale, int32_t* block_excess, int64_t row_step) {
   for (int64_t b = 0; b * kInt8Block < K; ++b) {
     const int64_t begin = b * kInt8Block, end = std::min(K, begin + kInt8Block);
     float largest = 0.0f;
@@ -72,8 +73,8 @@ void int8_row_units(const float* x, int64_t stride, int64_t K, int64_t Kg, int64
       }
       out[g * m] = unit;
     }
-    block_scale[b * m] = a;
-    block_excess[b * m] = 128 * sum;
+    block_scale[b * row_step] = a;
+    block_excess[b * row_step] = 128 * sum;
   }
 }
 
@@ -95,7 +96,7 @@ void row_units(const float* x, int64_t stride, int64_t K, int64_t Kg, int64_t m,
       out[g * m] = bf16_bits(x[k * stride]) | (k + 1 < K ? bf16_bits(x[(k + 1) * stride]) << 16 : 0u);
     }
   } else {
-    int8_row_units(x, stride, K, Kg, m, out, block_scale, block_excess);
+    int8_row_units(x, stride, K, Kg, m, out, block_scale, block_excess, m);
   }
 }
 
@@ -141,6 +142,29 @@ torch::Tensor matmul_in(const torch::Tensor& x, const PackedWeight& w, const tor
   return y;
 }
 
+// int8 on AMX tiles (model/kernels/few_row_amx.inc), M a multiple of 16 and K of 32: the rows as tiles of 16,
+// each [16, Kg] units row-major with its RowData [blocks, 16].
+torch::Tensor matmul_amx(const torch::Tensor& x, const PackedWeight& w, const torch::Tensor& bias) {
+  const int64_t M = x.size(0), K = w.K, N = w.N, Kg = K / 4, blocks = K / kInt8Block;
+  SINKLM_ASSERT(K % kInt8Block == 0 && M > 0 && M % amx::kRows == 0, "AMX int8 product of K ", K, ", M ", M);
+  auto y = torch::empty({M, N}, x.options());
+  const auto b = bias.defined() ? bias.contiguous() : bias;
+  std::vector<uint32_t> xq(static_cast<size_t>(M * Kg));
+  std::vector<float> block_scale(static_cast<size_t>(M * blocks));
+  std::vector<int32_t> block_excess(block_scale.size());
+  const float* x_data = x.data_ptr<float>();
+  for (int64_t row = 0; row < M; ++row) {
+    const int64_t data = (row / amx::kRows) * amx::kRows * blocks + row % amx::kRows;  // [tile][blocks][16]
+    int8_row_units(x_data + row * x.stride(0), x.stride(1), K, Kg, 1, xq.data() + row * Kg, block_scale.data() + data,
+                   block_excess.data() + data, amx::kRows);
+  }
+  const ColumnData columns{b.defined() ? b.data_ptr<float>() : nullptr, w.scale.data_ptr<float>(), blocks};
+  amx::run_tiles(reinterpret_cast<const int8_t*>(xq.data()), Kg * 4, block_scale.data(), block_excess.data(), M, Kg,
+                 blocks, static_cast<const uint8_t*>(w.panels.data_ptr()), w.panels.size(0), columns,
+                 y.data_ptr<float>(), N);
+  return y;
+}
+
 int64_t group_of(WeightFormat format) {
   switch (format) {  // the same in every instruction set: one packed layout serves them all
     case WeightFormat::Fp32: return avx512::Fp32Format::G;
@@ -160,6 +184,7 @@ torch::Tensor panel_layout(const torch::Tensor& weight, int64_t G) {
 
 // Whether this CPU runs the kernel for `format` in `set`: no allocation, since every decode projection asks.
 bool runs_in(WeightFormat format, InstructionSet set) {
+  if (set == InstructionSet::Amx) return format == WeightFormat::Int8 && cpu_has_amx_int8();
   if (set == InstructionSet::Avx2) return format != WeightFormat::Fp32 && cpu_has_avx2_fma();
   return format == WeightFormat::Fp32   ? cpu_has_avx512f()
          : format == WeightFormat::Bf16 ? cpu_has_avx512_bf16()
@@ -175,13 +200,13 @@ int64_t PackedWeight::bytes() const {
 
 std::vector<InstructionSet> few_row_kernel_sets(WeightFormat format) {
   std::vector<InstructionSet> sets;
-  for (InstructionSet set : {InstructionSet::Avx512, InstructionSet::Avx2})
+  for (InstructionSet set : {InstructionSet::Amx, InstructionSet::Avx512, InstructionSet::Avx2})
     if (runs_in(format, set)) sets.push_back(set);
   return sets;
 }
 
 bool few_row_kernel_available(WeightFormat format) {
-  return runs_in(format, InstructionSet::Avx512) || runs_in(format, InstructionSet::Avx2);
+  return runs_in(format, InstructionSet::Avx512) || runs_in(format, InstructionSet::Avx2);  // AMX implies AVX-512
 }
 
 PackedWeight pack_few_row_weight(const torch::Tensor& weight, WeightFormat format) {
@@ -201,8 +226,10 @@ PackedWeight pack_few_row_weight(const torch::Tensor& weight, WeightFormat forma
 }
 
 torch::Tensor few_row_matmul(const torch::Tensor& x, const PackedWeight& packed, const torch::Tensor& bias) {
-  const bool wide = runs_in(packed.format, InstructionSet::Avx512);
-  return few_row_matmul_in(wide ? InstructionSet::Avx512 : InstructionSet::Avx2, x, packed, bias);
+  const InstructionSet set = runs_in(packed.format, InstructionSet::Amx)      ? InstructionSet::Amx
+                             : runs_in(packed.format, InstructionSet::Avx512) ? InstructionSet::Avx512
+                                                                              : InstructionSet::Avx2;
+  return few_row_matmul_in(set, x, packed, bias);
 }
 
 torch::Tensor few_row_matmul_in(InstructionSet set, const torch::Tensor& x, const PackedWeight& packed,
@@ -212,6 +239,13 @@ torch::Tensor few_row_matmul_in(InstructionSet set, const torch::Tensor& x, cons
   SINKLM_ASSERT(x.dim() == 2 && x.scalar_type() == torch::kFloat32 && x.size(1) == packed.K &&
                     (!bias.defined() || (bias.numel() == packed.N && bias.scalar_type() == torch::kFloat32)),
                 "x ", x.sizes(), ", packed [", packed.N, ", ", packed.K, "]");
+  if (set == InstructionSet::Amx) {  // whole tiles of 16 rows on AMX, the rows left over in AVX-512
+    const int64_t M = x.size(0), tiled = M / amx::kRows * amx::kRows;
+    if (tiled == 0 || packed.K % kInt8Block != 0) return few_row_matmul_in(InstructionSet::Avx512, x, packed, bias);
+    auto y = matmul_amx(x.narrow(0, 0, tiled), packed, bias);
+    if (tiled == M) return y;
+    return torch::cat({y, few_row_matmul_in(InstructionSet::Avx512, x.narrow(0, tiled, M - tiled), packed, bias)});
+  }
   const bool wide = set == InstructionSet::Avx512;
   switch (packed.format) {
     case WeightFormat::Fp32: return matmul_in<avx512::Fp32Format>(x, packed, bias, &avx512::tile_panels<avx512::Fp32Format>);

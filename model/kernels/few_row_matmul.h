@@ -17,6 +17,11 @@
 //                                        into float32, + b. AVX2: q = u xor 128, |q| times xq with q's
 //                                        sign (vpmaddubsw, vpmaddwd) into int32, no excess.
 //
+// On a CPU with AMX-INT8 (Intel Sapphire Rapids and later) int8's whole tiles of 16 rows run as tile products,
+// one int8 block of one panel per instruction (model/kernels/few_row_amx.inc), scaled as the AVX-512 kernel
+// scales its block sums: the two agree to the bit, so a stream's result does not depend on how many streams
+// share its step; the rows left over (and K not a multiple of 32) take AVX-512.
+//
 // One 64-byte weight load feeds one multiply-add per row (AVX2: two 32-byte halves), so each weight byte is
 // read once per step however many streams decode; rows come in tiles of up to 16 (AVX-512 int8: 8, whose sums
 // take two registers; AVX2: 4 for bf16, 2 for int8, in 16 registers; each tile re-reads the panel from
@@ -41,9 +46,9 @@ struct PackedWeight {
   int64_t bytes() const;       // what a product reads of it
 };
 
-// The instruction sets this CPU runs the kernel for `format` in, widest first: AVX-512 (fp32: AVX-512F; bf16:
-// + AVX512-BF16; int8: + AVX512-BW and AVX512-VNNI), then AVX2 with FMA (bf16 and int8 only:
-// model/kernels/few_row_avx2.inc). Empty: callers use LibTorch's linear.
+// The instruction sets this CPU runs the kernel for `format` in, widest first: AMX (int8 only: AMX-INT8 beside
+// AVX-512 VNNI), AVX-512 (fp32: AVX-512F; bf16: + AVX512-BF16; int8: + AVX512-BW and AVX512-VNNI), then AVX2
+// with FMA (bf16 and int8 only: model/kernels/few_row_avx2.inc). Empty: callers use LibTorch's linear.
 std::vector<InstructionSet> few_row_kernel_sets(WeightFormat format);
 bool few_row_kernel_available(WeightFormat format);  // some set runs it: few_row_kernel_sets(format) is not empty
 

@@ -116,21 +116,22 @@ TEST(FewRowMatmul, Int8ByHand) {
   }
 }
 
-// int8 sums are exact int32 in every set and scaled in the same order, so the sets agree to the bit (bf16's
+// int8 sums are exact int32 in every set (AMX too) and scaled in the same order, so the sets agree to the bit (bf16's
 // differ by rounding: vdpbf16ps adds both products of a pair into one sum and flushes denormals, AVX2 keeps
 // the even and the odd k in two sums).
 TEST(FewRowMatmul, Int8IsTheSameInEverySet) {
   const auto sets = few_row_kernel_sets(WeightFormat::Int8);
   if (sets.size() < 2) GTEST_SKIP() << "this CPU runs the int8 kernel in at most one instruction set";
   torch::manual_seed(7);
-  for (int64_t M : {1, 3, 17}) {
-    auto w = torch::randn({70, 300}), b = torch::randn({70}), x = torch::randn({M, 300});
-    const auto packed = pack_few_row_weight(w, WeightFormat::Int8);
-    const auto first = few_row_matmul_in(sets[0], x, packed, b);
-    for (size_t i = 1; i < sets.size(); ++i)
-      EXPECT_TRUE(torch::equal(first, few_row_matmul_in(sets[i], x, packed, b)))
-          << instruction_set_name(sets[i]) << " M " << M;
-  }
+  for (int64_t K : {300, 320})  // AMX takes whole blocks of 32 and whole tiles of 16 rows (the rest: AVX-512)
+    for (int64_t M : {1, 3, 16, 17, 40, 48}) {
+      auto w = torch::randn({70, K}), b = torch::randn({70}), x = torch::randn({M, K});
+      const auto packed = pack_few_row_weight(w, WeightFormat::Int8);
+      const auto first = few_row_matmul_in(sets[0], x, packed, b);
+      for (size_t i = 1; i < sets.size(); ++i)
+        EXPECT_TRUE(torch::equal(first, few_row_matmul_in(sets[i], x, packed, b)))
+            << instruction_set_name(sets[i]) << " M " << M << " K " << K;
+    }
 }
 
 // Every weight and activation at full scale (q and xq = ±127): a pair of products sums to ±32258, within
