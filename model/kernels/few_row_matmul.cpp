@@ -54,8 +54,13 @@ float bf16_value(float v) { return static_cast<float>(c10::BFloat16(v)); }
 // The q8 activations of one row: xq = round(x / a[b]) per block b of 32 k, a[b] = max_{k in b} |x| / 127
 // (1 for an all-zero block), as quantize_int8 computes them. Writes the units to out[g * m] and a[b] and the
 // block's excess 128 Σ_{k in b} xq to block_scale[b * row_step] and block_excess[b * row_step].
+void int8_row_units_avx512(const float* x, int64_t K, int64_t Kg, int64_t m, uint32_t* out, float* block_scale,
+                           int32_t* block_excess, int64_t row_step);
+
 void int8_row_units(const float* x, int64_t stride, int64_t K, int64_t Kg, int64_t m, uint32_t* out,
                     float* block_scale, int32_t* block_excess, int64_t row_step) {
+  if (stride == 1 && cpu_has_avx512_vnni())
+    return int8_row_units_avx512(x, K, Kg, m, out, block_scale, block_excess, row_step);
   for (int64_t b = 0; b * kInt8Block < K; ++b) {
     const int64_t begin = b * kInt8Block, end = std::min(K, begin + kInt8Block);
     float largest = 0.0f;
@@ -75,6 +80,31 @@ void int8_row_units(const float* x, int64_t stride, int64_t K, int64_t Kg, int64
     }
     block_scale[b * row_step] = a;
     block_excess[b * row_step] = 128 * sum;
+  }
+}
+
+// The same for a contiguous row in AVX-512 (a block's 32 values in two registers): the same IEEE division and
+// rounding to nearest even, so the same units, scales and sums to the bit. A 16-stream decode step spent 3% of
+// its time in the scalar loop.
+__attribute__((target("avx512f,avx512bw"))) void int8_row_units_avx512(const float* x, int64_t K, int64_t Kg,
+                                                                       int64_t m, uint32_t* out, float* block_scale,
+                                                                       int32_t* block_excess, int64_t row_step) {
+  constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  for (int64_t b = 0; b * kInt8Block < K; ++b) {
+    const int64_t begin = b * kInt8Block, end = std::min(K, begin + kInt8Block);
+    const __m512 lo = _mm512_maskz_loadu_ps(lane_mask(end - begin), x + begin);  // 0 past the row's end
+    const __m512 hi = _mm512_maskz_loadu_ps(lane_mask(end - begin - kLanes), x + begin + kLanes);
+    const float largest = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(lo), _mm512_abs_ps(hi)));
+    const float a = largest > 0.0f ? largest / 127.0f : 1.0f;
+    const __m512 divisor = _mm512_set1_ps(a);
+    const __m512i q_lo = _mm512_cvtps_epi32(_mm512_roundscale_ps(_mm512_div_ps(lo, divisor), kRound));
+    const __m512i q_hi = _mm512_cvtps_epi32(_mm512_roundscale_ps(_mm512_div_ps(hi, divisor), kRound));
+    alignas(16) uint32_t units[kInt8BlockGroups];  // 32 xq, the lowest k in the low byte of the first unit
+    _mm_store_si128(reinterpret_cast<__m128i*>(units), _mm512_cvtepi32_epi8(q_lo));
+    _mm_store_si128(reinterpret_cast<__m128i*>(units + 4), _mm512_cvtepi32_epi8(q_hi));
+    for (int64_t g = begin / 4; g < std::min(Kg, (end + 3) / 4); ++g) out[g * m] = units[g - begin / 4];
+    block_scale[b * row_step] = a;
+    block_excess[b * row_step] = 128 * _mm512_reduce_add_epi32(_mm512_add_epi32(q_lo, q_hi));
   }
 }
 

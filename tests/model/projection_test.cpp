@@ -116,6 +116,23 @@ TEST(FewRowMatmul, Int8ByHand) {
   }
 }
 
+// int8 quantises a contiguous row's activations in AVX-512 and a strided one element by element: the same
+// quotients, rounding and sums, so the same products to the bit (ragged last blocks, an all-zero block, ties).
+TEST(FewRowMatmul, Int8QuantisesContiguousAndStridedRowsAlike) {
+  if (!available_or_note(WeightFormat::Int8)) GTEST_SKIP();
+  torch::manual_seed(2);
+  for (int64_t K : {5, 32, 77, 320}) {
+    auto xt = torch::randn({K, 17}) * 3;  // [K, 17]: its transpose has strided rows
+    xt.narrow(0, 0, std::min<int64_t>(K, 32)).select(1, 4).zero_();
+    xt.select(1, 5).fill_(0.5).narrow(0, 0, 1).fill_(127.0);  // a = 1: quotients of 1/2, ties (to even: 0)
+    const auto strided = xt.t(), contiguous = strided.contiguous();
+    const auto packed = pack_few_row_weight(torch::randn({40, K}), WeightFormat::Int8);
+    for (InstructionSet set : few_row_kernel_sets(WeightFormat::Int8))
+      EXPECT_TRUE(torch::equal(few_row_matmul_in(set, strided, packed, {}), few_row_matmul_in(set, contiguous, packed, {})))
+          << instruction_set_name(set) << " K " << K;
+  }
+}
+
 // int8 sums are exact int32 in every set (AMX too) and scaled in the same order, so the sets agree to the bit (bf16's
 // differ by rounding: vdpbf16ps adds both products of a pair into one sum and flushes denormals, AVX2 keeps
 // the even and the odd k in two sums).
