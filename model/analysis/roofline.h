@@ -20,7 +20,9 @@
 namespace sinklm {
 
 // Bytes per second a sum over a large float32 tensor on `device` reads: the memory bandwidth one LibTorch
-// thread pool reaches here for a stream that only reads, or the GPU's device memory bandwidth.
+// thread pool reaches here for a stream that only reads (on an AVX-512 CPU the faster of LibTorch's sum and a
+// one-thread AVX-512 read that asks for its lines ahead, as the decode kernels do), or the GPU's device memory
+// bandwidth.
 double measured_read_bandwidth(torch::Device device);
 
 // FLOP/s of the products a decode step runs, on `device`: on an AVX-512 CPU the few-row kernel in the
