@@ -135,13 +135,12 @@ template <class F>
 using TilePanelsFn = void (*)(const typename F::Unit*, const RowData&, int64_t, int64_t, const uint8_t*,
                               const ColumnData&, float*, int64_t, int64_t, int64_t);
 
+// x [M, K] times the packed weight into y ([M, N] rows of a contiguous tensor), M > 0.
 template <class F>
-torch::Tensor matmul_in(const torch::Tensor& x, const PackedWeight& w, const torch::Tensor& bias,
-                        TilePanelsFn<F> tile_panels) {
+void matmul_in(const torch::Tensor& x, const PackedWeight& w, const torch::Tensor& bias, TilePanelsFn<F> tile_panels,
+               const torch::Tensor& y) {
   const int64_t M = x.size(0), K = w.K, N = w.N, Kg = (K + F::G - 1) / F::G, panels = w.panels.size(0);
   const int64_t blocks = (K + kInt8Block - 1) / kInt8Block;
-  auto y = torch::empty({M, N}, x.options());
-  if (M == 0) return y;
   const auto b = bias.defined() ? bias.contiguous() : bias;
   // Row tiles of up to F::kRows, each as [Kg, m] units (tile t at offset t * kRows * Kg), and int8's row data
   // ([blocks, m] at t * kRows * blocks).
@@ -169,15 +168,13 @@ torch::Tensor matmul_in(const torch::Tensor& x, const PackedWeight& w, const tor
                   y_data + row * N, N, first, last);
     }
   });
-  return y;
 }
 
-// int8 on AMX tiles (model/kernels/few_row_amx.inc), M a multiple of 16 and K of 32: the rows as tiles of 16,
-// each [16, Kg] units row-major with its RowData [blocks, 16].
-torch::Tensor matmul_amx(const torch::Tensor& x, const PackedWeight& w, const torch::Tensor& bias) {
+// int8 on AMX tiles (model/kernels/few_row_amx.inc), M a multiple of 16 and K of 32, into y as matmul_in: the
+// rows as tiles of 16, each [16, Kg] units row-major with its RowData [blocks, 16].
+void matmul_amx(const torch::Tensor& x, const PackedWeight& w, const torch::Tensor& bias, const torch::Tensor& y) {
   const int64_t M = x.size(0), K = w.K, N = w.N, Kg = K / 4, blocks = K / kInt8Block;
   SINKLM_ASSERT(K % kInt8Block == 0 && M > 0 && M % amx::kRows == 0, "AMX int8 product of K ", K, ", M ", M);
-  auto y = torch::empty({M, N}, x.options());
   const auto b = bias.defined() ? bias.contiguous() : bias;
   std::vector<uint32_t> xq(static_cast<size_t>(M * Kg));
   std::vector<float> block_scale(static_cast<size_t>(M * blocks));
@@ -192,7 +189,22 @@ torch::Tensor matmul_amx(const torch::Tensor& x, const PackedWeight& w, const to
   amx::run_tiles(reinterpret_cast<const int8_t*>(xq.data()), Kg * 4, block_scale.data(), block_excess.data(), M, Kg,
                  blocks, static_cast<const uint8_t*>(w.panels.data_ptr()), w.panels.size(0), columns,
                  y.data_ptr<float>(), N);
-  return y;
+}
+
+// few_row_matmul_in's product in an AVX-512 or AVX2 set, into y as matmul_in.
+void product_into(InstructionSet set, const torch::Tensor& x, const PackedWeight& packed, const torch::Tensor& bias,
+                  const torch::Tensor& y) {
+  const bool wide = set == InstructionSet::Avx512;
+  switch (packed.format) {
+    case WeightFormat::Fp32: return matmul_in<avx512::Fp32Format>(x, packed, bias, &avx512::tile_panels<avx512::Fp32Format>, y);
+    case WeightFormat::Bf16:
+      return wide ? matmul_in<avx512::Bf16Format>(x, packed, bias, &avx512::tile_panels<avx512::Bf16Format>, y)
+                  : matmul_in<avx2::Bf16Format>(x, packed, bias, &avx2::tile_panels<avx2::Bf16Format>, y);
+    case WeightFormat::Int8:
+      return wide ? matmul_in<avx512::Int8Format>(x, packed, bias, &avx512::tile_panels<avx512::Int8Format>, y)
+                  : matmul_in<avx2::Int8Format>(x, packed, bias, &avx2::tile_panels<avx2::Int8Format>, y);
+  }
+  SINKLM_ASSERT(false, "weight format");
 }
 
 int64_t group_of(WeightFormat format) {
@@ -269,24 +281,17 @@ torch::Tensor few_row_matmul_in(InstructionSet set, const torch::Tensor& x, cons
   SINKLM_ASSERT(x.dim() == 2 && x.scalar_type() == torch::kFloat32 && x.size(1) == packed.K &&
                     (!bias.defined() || (bias.numel() == packed.N && bias.scalar_type() == torch::kFloat32)),
                 "x ", x.sizes(), ", packed [", packed.N, ", ", packed.K, "]");
+  const int64_t M = x.size(0);
+  auto y = torch::empty({M, packed.N}, x.options());
+  if (M == 0) return y;
+  int64_t done = 0;
   if (set == InstructionSet::Amx) {  // whole tiles of 16 rows on AMX, the rows left over in AVX-512
-    const int64_t M = x.size(0), tiled = M / amx::kRows * amx::kRows;
-    if (tiled == 0 || packed.K % kInt8Block != 0) return few_row_matmul_in(InstructionSet::Avx512, x, packed, bias);
-    auto y = matmul_amx(x.narrow(0, 0, tiled), packed, bias);
-    if (tiled == M) return y;
-    return torch::cat({y, few_row_matmul_in(InstructionSet::Avx512, x.narrow(0, tiled, M - tiled), packed, bias)});
+    if (packed.K % kInt8Block == 0) done = M / amx::kRows * amx::kRows;
+    if (done > 0) matmul_amx(x.narrow(0, 0, done), packed, bias, y.narrow(0, 0, done));
+    set = InstructionSet::Avx512;
   }
-  const bool wide = set == InstructionSet::Avx512;
-  switch (packed.format) {
-    case WeightFormat::Fp32: return matmul_in<avx512::Fp32Format>(x, packed, bias, &avx512::tile_panels<avx512::Fp32Format>);
-    case WeightFormat::Bf16:
-      return wide ? matmul_in<avx512::Bf16Format>(x, packed, bias, &avx512::tile_panels<avx512::Bf16Format>)
-                  : matmul_in<avx2::Bf16Format>(x, packed, bias, &avx2::tile_panels<avx2::Bf16Format>);
-    case WeightFormat::Int8:
-      return wide ? matmul_in<avx512::Int8Format>(x, packed, bias, &avx512::tile_panels<avx512::Int8Format>)
-                  : matmul_in<avx2::Int8Format>(x, packed, bias, &avx2::tile_panels<avx2::Int8Format>);
-  }
-  SINKLM_ASSERT(false, "weight format");
+  if (done < M) product_into(set, x.narrow(0, done, M - done), packed, bias, y.narrow(0, done, M - done));
+  return y;
 }
 
 torch::Tensor few_row_matmul_reference(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
